@@ -1,0 +1,17 @@
+# Build options.
+option(CHORUS_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(CHORUS_BUILD_TESTS "Build the test suite" ON)
+option(CHORUS_WERROR "Treat warnings in Chorus's own code as errors" OFF)
+
+if(CHORUS_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# Warnings for our own targets only (dependencies' headers are SYSTEM).
+function(chorus_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor)
+  if(CHORUS_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()

@@ -1,0 +1,97 @@
+// Chorus public C++ API. Everything here throws chorus::Error with a message
+// that names what was wrong; nothing may be called before init() or after
+// shutdown() (except is_initialized()).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "chorus/handle.h"
+#include "chorus/status.h"
+#include "chorus/types.h"
+
+namespace chorus {
+
+// Starts the runtime: initialises MPI unless the application already did (then
+// it must provide MPI_THREAD_MULTIPLE, and shutdown() leaves MPI initialised),
+// reads the CHORUS_* environment, and starts the background thread.
+void init();
+// Stops the runtime. Collectives still waiting on other ranks fail with an
+// error naming this rank. Safe to call twice.
+void shutdown();
+bool is_initialized();
+
+int rank();
+int size();
+int local_rank();   // rank among the processes of this host
+int local_size();
+int cross_rank();   // index of this host among the hosts
+int cross_size();
+
+// Allocates the output of a collective whose output size is known only after
+// negotiation (allgather, alltoall, reducescatter). It must return a tensor of
+// exactly `shape` and `dtype` whose memory stays valid until the handle is
+// done. When none is given, the runtime allocates and the handle owns it.
+using OutputAllocator =
+    std::function<Status(const Shape& shape, DataType dtype, Device device, Tensor* out)>;
+
+struct AllreduceOptions {
+  ReduceOp op = ReduceOp::kAverage;
+  double prescale_factor = 1.0;   // multiplies the input before the reduction
+  double postscale_factor = 1.0;  // multiplies the result after it
+};
+
+// Allreduce of `input` into `output` (same shape and dtype; may be the same
+// memory for in place). The name must be unique among collectives in flight
+// on this rank and identical on every rank.
+Handle allreduce_async(const std::string& name, const Tensor& input, const Tensor& output,
+                       const AllreduceOptions& options = {});
+inline Handle allreduce_async(const std::string& name, const Tensor& inout,
+                              const AllreduceOptions& options = {}) {
+  return allreduce_async(name, inout, inout, options);
+}
+// Tensors negotiated and fused as one unit; member i is named name + "." + i.
+// The handle is done when every member is.
+Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor>& inputs,
+                               const std::vector<Tensor>& outputs,
+                               const AllreduceOptions& options = {});
+// Concatenates every rank's input along the first dimension (which may differ
+// between ranks); the other dimensions must match.
+Handle allgather_async(const std::string& name, const Tensor& input,
+                       OutputAllocator allocator = nullptr);
+// Replaces `inout` on every rank with root_rank's `inout`.
+Handle broadcast_async(const std::string& name, const Tensor& inout, int root_rank);
+// Sends splits[i] first-dimension rows of `input` to rank i (empty splits:
+// equal parts); the output holds the rows received, ordered by rank.
+Handle alltoall_async(const std::string& name, const Tensor& input,
+                      const std::vector<int64_t>& splits = {}, OutputAllocator allocator = nullptr);
+// Reduces `input` (same shape on every rank) and gives each rank its part of
+// the first dimension: rank r gets rows [begin_r, end_r), the first
+// (rows % size) ranks one row more than the others.
+Handle reducescatter_async(const std::string& name, const Tensor& input,
+                           ReduceOp op = ReduceOp::kSum, OutputAllocator allocator = nullptr);
+Handle barrier_async();
+// Declares that this rank has no more data. Until every rank has joined, the
+// other ranks' allreduces complete with this rank contributing zeros. The
+// handle's last_joined_rank() is the last rank to join.
+Handle join_async();
+
+// Blocking forms: wait and throw on error.
+void allreduce(const std::string& name, const Tensor& input, const Tensor& output,
+               const AllreduceOptions& options = {});
+void allreduce(const std::string& name, const Tensor& inout, const AllreduceOptions& options = {});
+void grouped_allreduce(const std::string& name, const std::vector<Tensor>& inputs,
+                       const std::vector<Tensor>& outputs, const AllreduceOptions& options = {});
+// Returns the handle so the caller can read output(); it is already done.
+Handle allgather(const std::string& name, const Tensor& input, OutputAllocator allocator = nullptr);
+void broadcast(const std::string& name, const Tensor& inout, int root_rank);
+Handle alltoall(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits = {},
+                OutputAllocator allocator = nullptr);
+Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op = ReduceOp::kSum,
+                     OutputAllocator allocator = nullptr);
+void barrier();
+// Returns the last rank to join.
+int join();
+
+}  // namespace chorus

@@ -1,0 +1,51 @@
+// Handle: the caller's end of one asynchronous collective (or of a group).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chorus/status.h"
+#include "chorus/types.h"
+
+namespace chorus {
+namespace detail {
+class HandleState;
+}
+
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
+
+  bool valid() const { return state_ != nullptr; }
+  // The tensor name (or group name) this handle waits for.
+  const std::string& name() const;
+
+  // Blocks until the collective is done; throws chorus::Error if it failed.
+  void wait() const;
+  // Like wait(), but gives up after `timeout` and returns false; throws
+  // chorus::Error if the collective finished with an error.
+  bool wait_for(std::chrono::milliseconds timeout) const;
+  // True once the collective is done (successfully or not). Never blocks.
+  bool test() const;
+  bool poll() const { return test(); }
+  // kInProgress while running; OK or the error once done.
+  Status status() const;
+
+  // Results, valid once done and ok.
+  // The output that the runtime (or the caller's OutputAllocator) allocated:
+  // allgather, alltoall and reducescatter.
+  Tensor output() const;
+  // alltoall: the number of first-dimension rows received from each rank.
+  std::vector<int64_t> received_splits() const;
+  // join: the last rank that joined.
+  int last_joined_rank() const;
+
+ private:
+  const detail::HandleState& state() const;
+  std::shared_ptr<detail::HandleState> state_;
+};
+
+}  // namespace chorus

@@ -1,0 +1,41 @@
+// Runtime configuration, read once from CHORUS_* environment variables at
+// init(). Every variable has a type, a default and an accepted range; a value
+// that does not parse or is out of range fails init() with a message naming
+// the variable, the value and what is accepted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "chorus/status.h"
+#include "logging.h"
+
+namespace chorus {
+
+struct Config {
+  // CHORUS_FUSION_THRESHOLD: bytes; 0 disables fusion. Default 64 MiB.
+  int64_t fusion_threshold_bytes = 64LL << 20;
+  // CHORUS_CYCLE_TIME_MS: minimum time between the starts of two negotiation
+  // cycles. 0 (default) starts a cycle as soon as any rank has new work;
+  // work that arrives while a cycle runs is batched into the next one.
+  double cycle_time_ms = 0.0;
+  // CHORUS_CACHE_CAPACITY: response cache entries; 0 disables the fast path.
+  int64_t cache_capacity = 1024;
+  // CHORUS_TIMELINE: path of the Chrome trace rank 0 writes; empty = off.
+  std::string timeline_path;
+  // CHORUS_STALL_CHECK_SECONDS: warn about tensors some ranks submitted and
+  // others did not after this long; 0 disables the check.
+  double stall_check_seconds = 60.0;
+  // CHORUS_STALL_SHUTDOWN_SECONDS: stop the job with an error after a stall
+  // this long; 0 (default) never.
+  double stall_shutdown_seconds = 0.0;
+  // CHORUS_LOG_LEVEL: trace, debug, info, warning, error. Default warning.
+  LogLevel log_level = LogLevel::kWarning;
+
+  using Lookup = std::function<const char*(const char* name)>;
+  // Reads every variable through `lookup` (std::getenv by default).
+  static Status from_env(Config* out, const Lookup& lookup = nullptr);
+};
+
+}  // namespace chorus

@@ -1,0 +1,112 @@
+// Controller: the negotiation protocol. Each cycle, every rank hands in the
+// requests enqueued since the last cycle and gets back the same ordered list
+// of responses as every other rank.
+//
+// Protocol of one cycle (all ranks call negotiate() together):
+//  1. Each pending request that was not yet sent to the coordinator is looked
+//     up in the response cache. A hit sets its slot's bit; a cached name with
+//     other parameters sets the slot's "invalid" bit; a miss makes the request
+//     "uncached".
+//  2. One bitwise-OR allreduce of [NOT ready | ready | invalid | flags]. Since
+//     AND(x) = NOT OR(NOT x), this yields the slots ready on every rank, the
+//     slots ready on some rank (stall detection), the slots to evict, and
+//     whether any rank needs the slow path. A joined rank reports every cached
+//     allreduce as ready (it contributes zeros) but not in the "ready on some
+//     rank" half, so nothing fires once every rank has joined.
+//  3. Invalid slots are evicted on every rank. Slots ready everywhere become
+//     responses in slot order (identical on every rank).
+//  4. Slow path, when any rank has uncached requests (or after evictions):
+//     uncached requests are gathered to the coordinator, which records them
+//     in its message table; a name that every non-joined rank has requested
+//     is checked for agreement (op, dtype, shape, root, reduce op, scale
+//     factors, group) and becomes a response or an error response naming the
+//     two disagreeing ranks and their values. Join, shutdown and stall
+//     shutdown responses are added here. The list is broadcast; every rank
+//     caches the successful responses in list order.
+// The result is the fast-path responses followed by the slow-path ones.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "controller_transport.h"
+#include "message.h"
+#include "response_cache.h"
+#include "stall_inspector.h"
+
+namespace chorus {
+
+struct NegotiationStats {
+  uint64_t cycles = 0;
+  uint64_t slow_path_cycles = 0;  // cycles that gathered requests to the coordinator
+  uint64_t cache_hits = 0;        // responses served by the bit-vector fast path
+};
+
+class Controller {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Controller(ControllerTransport* transport, const Config& config);
+
+  // Runs one cycle. `new_requests` are this rank's requests since the last
+  // call (a kJoin request marks this rank as joined; kShutdown asks the job to
+  // stop). On success `responses` holds the ordered responses for this cycle.
+  // A non-ok Status means the transport failed: the runtime must stop.
+  Status negotiate(std::vector<Request> new_requests, std::vector<Response>* responses,
+                   Clock::time_point now = Clock::now());
+
+  // True when this rank holds requests that must reach the coordinator in a
+  // later cycle (e.g. their cache slot was evicted): the runtime must ask for
+  // another cycle even if nothing new is enqueued.
+  bool needs_cycle() const { return needs_cycle_; }
+  // Coordinator only: when the stall inspector next needs a cycle.
+  std::optional<Clock::time_point> next_deadline() const;
+  bool joined() const { return joined_; }
+  const NegotiationStats& stats() const { return stats_; }
+  const ResponseCache& cache() const { return cache_; }
+
+ private:
+  struct PendingRequest {
+    Request request;
+    bool sent_to_coordinator = false;
+  };
+  struct TableEntry {  // coordinator: one name's requests so far
+    std::map<int, Request> by_rank;
+  };
+
+  std::vector<uint64_t> build_bits(std::vector<Request>* uncached, Clock::time_point now);
+  void take_fast_path(const std::vector<uint64_t>& bits, std::vector<Response>* responses,
+                      Clock::time_point now);
+  Status run_slow_path(std::vector<Request> uncached, std::vector<Response>* responses,
+                       Clock::time_point now);
+  // Coordinator: folds gathered requests into the table and returns the
+  // responses that became ready, in a deterministic order.
+  std::vector<Response> coordinate(const std::vector<std::vector<Request>>& by_rank,
+                                   Clock::time_point now);
+  Response make_response(const std::string& name, const TableEntry& entry) const;
+  void finish(const Response& response);
+
+  ControllerTransport* transport_;
+  int rank_;
+  int size_;
+  ResponseCache cache_;
+  std::map<std::string, PendingRequest> pending_;  // this rank's unresolved requests
+  std::vector<std::string> pending_order_;         // submission order for the slow path
+  bool joined_ = false;
+  bool needs_cycle_ = false;
+  NegotiationStats stats_;
+
+  // Coordinator state.
+  std::map<std::string, TableEntry> table_;
+  std::vector<std::string> table_order_;  // names in first-seen order
+  std::set<int> joined_ranks_;
+  int last_joined_rank_ = -1;
+  StallInspector stall_;
+  std::vector<uint32_t> slots_to_invalidate_;
+};
+
+}  // namespace chorus

@@ -1,0 +1,88 @@
+// Requests (what one rank wants to run) and responses (what every rank will
+// run, in the same order), plus their wire format for the negotiation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chorus/status.h"
+#include "chorus/types.h"
+
+namespace chorus {
+
+enum class OpType : uint8_t {
+  kAllreduce = 0,
+  kAllgather,
+  kBroadcast,
+  kAlltoall,
+  kReducescatter,
+  kBarrier,
+  kJoin,
+  kShutdown,  // a rank asks the job to stop (sent by shutdown())
+};
+const char* op_type_name(OpType op);
+
+// One rank's request to run a named collective.
+struct Request {
+  std::string name;
+  OpType op = OpType::kAllreduce;
+  int32_t rank = 0;  // the requesting rank
+  DataType dtype = DataType::kFloat32;
+  Shape shape;
+  Device device;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t root = 0;             // broadcast
+  std::string group;            // grouped allreduce: the group's name, else empty
+  int32_t group_size = 0;
+
+  // True when `other` asks for the same collective (everything but rank;
+  // for allgather and alltoall the first dimension may differ).
+  bool same_collective(const Request& other) const;
+};
+
+// What every rank executes. Unfused responses carry one name; the fusion
+// planner groups several compatible ones for execution.
+struct Response {
+  enum class Type : uint8_t {
+    kAllreduce = 0,
+    kAllgather,
+    kBroadcast,
+    kAlltoall,
+    kReducescatter,
+    kBarrier,
+    kJoin,
+    kError,     // the named tensor fails on every rank with error_message
+    kShutdown,  // the job stops: every pending tensor fails with error_message
+  };
+  Type type = Type::kAllreduce;
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+  Device device;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t root = 0;
+  // Element count of the tensor (allreduce, broadcast, reducescatter), so a
+  // joined rank can contribute zeros of the right size.
+  int64_t elements = 0;
+  // allgather: the first dimension on each rank, indexed by rank.
+  std::vector<int64_t> first_dims;
+  std::string error_message;  // kError, kShutdown
+  int32_t last_joined_rank = -1;  // kJoin
+  int32_t shutdown_rank = -1;     // kShutdown caused by a rank's shutdown(), else -1
+  std::string group;
+};
+const char* response_type_name(Response::Type type);
+Response::Type response_type_for(OpType op);
+
+// Wire format: little-endian, length-prefixed, versioned. Parsing checks every
+// length against the remaining bytes and reports corruption as a Status.
+std::string serialize_requests(const std::vector<Request>& requests);
+Status parse_requests(const std::string& bytes, std::vector<Request>* out);
+std::string serialize_responses(const std::vector<Response>& responses);
+Status parse_responses(const std::string& bytes, std::vector<Response>* out);
+
+}  // namespace chorus

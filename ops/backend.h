@@ -1,0 +1,50 @@
+// Backend: one transport's implementation of the collectives on raw buffers.
+// The executor (core/) does fusion, scaling and output allocation; a backend
+// only moves and reduces bytes. Backends are picked per response by the
+// registry: the first one that supports the tensor's device wins.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "chorus/status.h"
+#include "chorus/types.h"
+
+namespace chorus {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual bool supports(const Device& device) const = 0;
+
+  // Reduces `count` elements of every rank's `input` into `output` on every
+  // rank. input == output means in place. op is kSum, kMin, kMax or
+  // kProduct (the executor turns kAverage into kSum plus a scale).
+  virtual Status allreduce(const void* input, void* output, int64_t count, DataType dtype,
+                           ReduceOp op) = 0;
+  // Concatenates rank r's counts[r] elements of `input` into `output`, in
+  // rank order.
+  virtual Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
+                            DataType dtype) = 0;
+  // Copies root's `bytes` bytes of `buffer` to every rank.
+  virtual Status broadcast(void* buffer, int64_t bytes, int root) = 0;
+  // Tells every rank how many elements each other rank will send it:
+  // recv_counts[r] = what rank r passed as send_counts[this rank].
+  virtual Status exchange_counts(const std::vector<int64_t>& send_counts,
+                                 std::vector<int64_t>* recv_counts) = 0;
+  // Sends send_counts[r] elements (consecutive, in rank order) to rank r and
+  // receives recv_counts[r] elements from rank r into `output` in rank order.
+  virtual Status alltoallv(const void* input, const std::vector<int64_t>& send_counts,
+                           void* output, const std::vector<int64_t>& recv_counts,
+                           DataType dtype) = 0;
+  // Reduces every rank's `input` (sum of recv_counts elements) and leaves
+  // rank r's recv_counts[r] elements (at offset sum of the earlier counts) in
+  // `output` on rank r. output may equal input (then the result is at the
+  // start of the buffer).
+  virtual Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                               DataType dtype, ReduceOp op) = 0;
+  virtual Status barrier() = 0;
+};
+
+}  // namespace chorus
