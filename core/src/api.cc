@@ -1,1 +1,272 @@
-// placeholder: being written
+// The public C++ API: argument checks, building entries, and the one owner
+// of the process's Runtime.
+#include <cstdlib>
+#include <mutex>
+
+#include "argument_checks.h"
+#include "chorus/chorus.h"
+#include "runtime.h"
+
+namespace chorus {
+namespace {
+
+// Owns the process's runtime between init() and shutdown(). Framework
+// threads take a reference for the duration of a call.
+class RuntimeOwner {
+ public:
+  static RuntimeOwner& instance() {
+    static RuntimeOwner owner;
+    return owner;
+  }
+
+  void init() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (runtime_) return;
+    std::unique_ptr<Runtime> runtime;
+    throw_if_error(Runtime::create(&runtime));
+    runtime_ = std::move(runtime);
+    if (!exit_hook_registered_) {
+      // A rank that returns from main() without shutdown() still tells its
+      // peers, so their pending collectives fail instead of hanging.
+      std::atexit([] { RuntimeOwner::instance().shutdown(); });
+      exit_hook_registered_ = true;
+    }
+  }
+
+  void shutdown() {
+    std::shared_ptr<Runtime> runtime;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      runtime.swap(runtime_);
+      if (runtime) was_shut_down_ = true;
+    }
+    if (runtime) runtime->shutdown();
+  }
+
+  bool initialized() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runtime_ != nullptr;
+  }
+
+  std::shared_ptr<Runtime> get() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!runtime_) {
+      throw Error(was_shut_down_ ? Status::PreconditionFailed("Chorus has been shut down")
+                                 : Status::PreconditionFailed(
+                                       "Chorus is not initialized: call chorus::init() first"));
+    }
+    return runtime_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<Runtime> runtime_;
+  bool was_shut_down_ = false;
+  bool exit_hook_registered_ = false;
+};
+
+std::shared_ptr<Runtime> runtime() { return RuntimeOwner::instance().get(); }
+
+Request base_request(const std::string& name, OpType op, const Tensor& tensor, int rank) {
+  Request request;
+  request.name = name;
+  request.op = op;
+  request.rank = rank;
+  request.dtype = tensor.dtype;
+  request.shape = tensor.shape;
+  request.device = tensor.device;
+  return request;
+}
+
+TensorEntry make_entry(Request request, const Tensor& input, const Tensor& output,
+                       std::shared_ptr<detail::HandleState> handle) {
+  TensorEntry entry;
+  entry.request = std::move(request);
+  entry.input = input;
+  entry.output = output;
+  entry.handle = std::move(handle);
+  entry.enqueued = std::chrono::steady_clock::now();
+  return entry;
+}
+
+void check_device(Runtime& rt, const std::string& name, const Device& device) {
+  if (!rt.supports(device)) {
+    throw Error(Status::InvalidArgument("'" + name + "': no backend in this build supports tensors on " +
+                                        device.to_string()));
+  }
+}
+
+Handle submit(Runtime& rt, std::vector<TensorEntry> entries) {
+  Handle handle(entries.front().handle);
+  throw_if_error(rt.enqueue(std::move(entries)));
+  return handle;
+}
+
+Handle submit_one(Runtime& rt, TensorEntry entry) {
+  std::vector<TensorEntry> entries;
+  entries.push_back(std::move(entry));
+  return submit(rt, std::move(entries));
+}
+
+Request allreduce_request(const std::string& name, const Tensor& input, const AllreduceOptions& options,
+                          int rank) {
+  Request request = base_request(name, OpType::kAllreduce, input, rank);
+  request.reduce_op = options.op;
+  request.prescale = options.prescale_factor;
+  request.postscale = options.postscale_factor;
+  return request;
+}
+
+}  // namespace
+
+void init() { RuntimeOwner::instance().init(); }
+void shutdown() { RuntimeOwner::instance().shutdown(); }
+bool is_initialized() { return RuntimeOwner::instance().initialized(); }
+
+int rank() { return runtime()->topology().rank; }
+int size() { return runtime()->topology().size; }
+int local_rank() { return runtime()->topology().local_rank; }
+int local_size() { return runtime()->topology().local_size; }
+int cross_rank() { return runtime()->topology().cross_rank; }
+int cross_size() { return runtime()->topology().cross_size; }
+
+Handle allreduce_async(const std::string& name, const Tensor& input, const Tensor& output,
+                       const AllreduceOptions& options) {
+  auto rt = runtime();
+  throw_if_error(check_name(name));
+  throw_if_error(check_allreduce(name, input, output, options));
+  check_device(*rt, name, input.device);
+  auto handle = std::make_shared<detail::HandleState>(name, 1);
+  return submit_one(*rt, make_entry(allreduce_request(name, input, options, rt->topology().rank), input,
+                                    output, handle));
+}
+
+Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor>& inputs,
+                               const std::vector<Tensor>& outputs, const AllreduceOptions& options) {
+  auto rt = runtime();
+  throw_if_error(check_name(name));
+  if (inputs.empty() || inputs.size() != outputs.size()) {
+    throw Error(Status::InvalidArgument("'" + name + "': grouped allreduce got " +
+                                        std::to_string(inputs.size()) + " inputs and " +
+                                        std::to_string(outputs.size()) +
+                                        " outputs; expected the same non-zero number"));
+  }
+  auto handle = std::make_shared<detail::HandleState>(name, static_cast<int>(inputs.size()));
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string member = name + "." + std::to_string(i);
+    throw_if_error(check_allreduce(member, inputs[i], outputs[i], options));
+    check_device(*rt, member, inputs[i].device);
+    Request request = allreduce_request(member, inputs[i], options, rt->topology().rank);
+    request.group = name;
+    request.group_size = static_cast<int32_t>(inputs.size());
+    entries.push_back(make_entry(std::move(request), inputs[i], outputs[i], handle));
+  }
+  return submit(*rt, std::move(entries));
+}
+
+Handle allgather_async(const std::string& name, const Tensor& input, OutputAllocator allocator) {
+  auto rt = runtime();
+  throw_if_error(check_name(name));
+  throw_if_error(check_has_first_dim(name, "allgather", input));
+  check_device(*rt, name, input.device);
+  TensorEntry entry = make_entry(base_request(name, OpType::kAllgather, input, rt->topology().rank), input,
+                                 Tensor(), std::make_shared<detail::HandleState>(name, 1));
+  entry.allocator = std::move(allocator);
+  return submit_one(*rt, std::move(entry));
+}
+
+Handle broadcast_async(const std::string& name, const Tensor& inout, int root_rank) {
+  auto rt = runtime();
+  throw_if_error(check_name(name));
+  throw_if_error(check_tensor(name, "tensor", inout));
+  throw_if_error(check_root(name, root_rank, rt->topology().size));
+  check_device(*rt, name, inout.device);
+  Request request = base_request(name, OpType::kBroadcast, inout, rt->topology().rank);
+  request.root = root_rank;
+  return submit_one(*rt, make_entry(std::move(request), inout, inout,
+                                    std::make_shared<detail::HandleState>(name, 1)));
+}
+
+Handle alltoall_async(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits,
+                      OutputAllocator allocator) {
+  auto rt = runtime();
+  throw_if_error(check_name(name));
+  std::vector<int64_t> rows = splits;
+  throw_if_error(check_alltoall_splits(name, input, rt->topology().size, &rows));
+  check_device(*rt, name, input.device);
+  TensorEntry entry = make_entry(base_request(name, OpType::kAlltoall, input, rt->topology().rank), input,
+                                 Tensor(), std::make_shared<detail::HandleState>(name, 1));
+  entry.splits = std::move(rows);
+  entry.allocator = std::move(allocator);
+  return submit_one(*rt, std::move(entry));
+}
+
+Handle reducescatter_async(const std::string& name, const Tensor& input, ReduceOp op,
+                           OutputAllocator allocator) {
+  auto rt = runtime();
+  throw_if_error(check_name(name));
+  throw_if_error(check_reducescatter(name, input, op));
+  check_device(*rt, name, input.device);
+  Request request = base_request(name, OpType::kReducescatter, input, rt->topology().rank);
+  request.reduce_op = op;
+  TensorEntry entry =
+      make_entry(std::move(request), input, Tensor(), std::make_shared<detail::HandleState>(name, 1));
+  entry.allocator = std::move(allocator);
+  return submit_one(*rt, std::move(entry));
+}
+
+Handle barrier_async() {
+  auto rt = runtime();
+  const std::string name = rt->next_barrier_name();
+  Request request = base_request(name, OpType::kBarrier, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
+  return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(),
+                                    std::make_shared<detail::HandleState>(name, 1)));
+}
+
+Handle join_async() {
+  auto rt = runtime();
+  const std::string name = "chorus.join";
+  Request request = base_request(name, OpType::kJoin, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
+  return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(),
+                                    std::make_shared<detail::HandleState>(name, 1)));
+}
+
+void allreduce(const std::string& name, const Tensor& input, const Tensor& output,
+               const AllreduceOptions& options) {
+  allreduce_async(name, input, output, options).wait();
+}
+void allreduce(const std::string& name, const Tensor& inout, const AllreduceOptions& options) {
+  allreduce_async(name, inout, inout, options).wait();
+}
+void grouped_allreduce(const std::string& name, const std::vector<Tensor>& inputs,
+                       const std::vector<Tensor>& outputs, const AllreduceOptions& options) {
+  grouped_allreduce_async(name, inputs, outputs, options).wait();
+}
+Handle allgather(const std::string& name, const Tensor& input, OutputAllocator allocator) {
+  Handle handle = allgather_async(name, input, std::move(allocator));
+  handle.wait();
+  return handle;
+}
+void broadcast(const std::string& name, const Tensor& inout, int root_rank) {
+  broadcast_async(name, inout, root_rank).wait();
+}
+Handle alltoall(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits,
+                OutputAllocator allocator) {
+  Handle handle = alltoall_async(name, input, splits, std::move(allocator));
+  handle.wait();
+  return handle;
+}
+Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op, OutputAllocator allocator) {
+  Handle handle = reducescatter_async(name, input, op, std::move(allocator));
+  handle.wait();
+  return handle;
+}
+void barrier() { barrier_async().wait(); }
+int join() {
+  Handle handle = join_async();
+  handle.wait();
+  return handle.last_joined_rank();
+}
+
+}  // namespace chorus

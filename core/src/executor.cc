@@ -1,1 +1,312 @@
-// placeholder: being written
+#include "executor.h"
+
+#include <cstring>
+
+#include "ops/kernels/scale.h"
+
+namespace chorus {
+namespace {
+
+ReduceOp backend_op(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
+
+char* at(void* base, int64_t elements, DataType dtype) {
+  return static_cast<char*>(base) + elements * static_cast<int64_t>(dtype_size(dtype));
+}
+
+int64_t row_elements(const Shape& shape) {
+  int64_t row = 1;
+  for (size_t i = 1; i < shape.size(); ++i) row *= shape[i];
+  return row;
+}
+
+// Rows of a `rows`-row tensor that reducescatter gives rank r.
+int64_t rows_for_rank(int64_t rows, int size, int r) {
+  return rows / size + (r < rows % size ? 1 : 0);
+}
+
+int64_t first_row_of_rank(int64_t rows, int size, int r) {
+  const int64_t base = rows / size;
+  const int64_t extra = rows % size;
+  return r * base + (r < extra ? r : extra);
+}
+
+}  // namespace
+
+Status allocate_output(TensorEntry& entry, const Shape& shape, Tensor* out) {
+  const DataType dtype = entry.request.dtype;
+  const Device device = entry.request.device;
+  if (entry.allocator) {
+    CHORUS_RETURN_IF_ERROR(entry.allocator(shape, dtype, device, out));
+    if (out->shape != shape || out->dtype != dtype || (out->data == nullptr && num_elements(shape) > 0)) {
+      return Status::InvalidArgument("The output allocator for '" + entry.request.name +
+                                     "' returned a tensor of " + shape_to_string(out->shape) + " " +
+                                     dtype_name(out->dtype) + "; expected " + shape_to_string(shape) +
+                                     " " + dtype_name(dtype));
+    }
+    entry.handle->set_output(*out, nullptr);
+    return Status::OK();
+  }
+  const size_t bytes = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
+  std::shared_ptr<void> storage(std::malloc(bytes > 0 ? bytes : 1), std::free);
+  if (!storage) return Status::Internal("Out of memory allocating " + std::to_string(bytes) +
+                                        " bytes for the output of '" + entry.request.name + "'");
+  *out = Tensor(storage.get(), dtype, shape, device);
+  entry.handle->set_output(*out, std::move(storage));
+  return Status::OK();
+}
+
+Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::time_point negotiated) {
+  Entries entries;
+  entries.reserve(unit.size());
+  for (const Response& response : unit) entries.push_back(queue->take(response.name));
+  if (timeline_->enabled()) {
+    for (size_t i = 0; i < unit.size(); ++i) {
+      if (entries[i]) timeline_->span(unit[i].name, "NEGOTIATE", entries[i]->enqueued, negotiated);
+    }
+    span(entries, unit, "WAIT_FOR_OTHER_COLLECTIVES", negotiated);
+  }
+
+  const Response& first = unit.front();
+  Status status;
+  if (first.type == Response::Type::kError) {
+    status = Status::Mismatch(first.error_message);
+    for (auto& entry : entries) {
+      if (entry) entry->handle->complete_member(status);
+    }
+    if (timeline_->enabled()) timeline_->instant(first.name, "ERROR");
+    return Status::OK();
+  }
+  if (first.type == Response::Type::kJoin) {
+    for (auto& entry : entries) {
+      if (!entry) continue;
+      entry->handle->set_last_joined_rank(first.last_joined_rank);
+      entry->handle->complete_member(Status::OK());
+    }
+    return Status::OK();
+  }
+
+  Backend* backend = backends_->select(first.device);
+  if (backend == nullptr) {
+    status = Status::InvalidArgument("No backend in this build supports device " + first.device.to_string());
+  } else {
+    switch (first.type) {
+      case Response::Type::kAllreduce: status = allreduce(unit, entries, backend); break;
+      case Response::Type::kAllgather: status = allgather(first, *entries[0], backend); break;
+      case Response::Type::kBroadcast: {
+        const auto start = Clock::now();
+        status = backend->broadcast(entries[0]->output.data,
+                                    static_cast<int64_t>(entries[0]->output.bytes()), first.root);
+        span(entries, unit, "BROADCAST", start);
+        break;
+      }
+      case Response::Type::kAlltoall: status = alltoall(*entries[0], backend); break;
+      case Response::Type::kReducescatter: status = reducescatter(unit, entries, backend); break;
+      case Response::Type::kBarrier: {
+        const auto start = Clock::now();
+        status = backend->barrier();
+        span(entries, unit, "BARRIER", start);
+        break;
+      }
+      default:
+        status = Status::Internal(std::string("The executor cannot run a ") +
+                                  response_type_name(first.type) + " response");
+    }
+  }
+  for (auto& entry : entries) {
+    if (entry) entry->handle->complete_member(status);
+  }
+  return status;
+}
+
+Status Executor::allreduce(const ExecutionUnit& unit, Entries& entries, Backend* backend) {
+  if (unit.size() == 1) return allreduce_one(unit[0], entries[0] ? &*entries[0] : nullptr, backend);
+
+  const Response& first = unit.front();
+  const DataType dtype = first.dtype;
+  int64_t total = 0;
+  for (const Response& response : unit) total += response.elements;
+  void* buffer = fusion_buffer_.get(static_cast<size_t>(total) * dtype_size(dtype));
+
+  auto start = Clock::now();
+  int64_t offset = 0;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    const int64_t n = unit[i].elements;
+    char* slot = at(buffer, offset, dtype);
+    if (!entries[i]) {
+      std::memset(slot, 0, static_cast<size_t>(n) * dtype_size(dtype));
+    } else if (first.prescale != 1.0) {
+      CHORUS_RETURN_IF_ERROR(scale(entries[i]->input.data, slot, n, dtype, first.prescale));
+    } else if (n > 0) {
+      std::memcpy(slot, entries[i]->input.data, static_cast<size_t>(n) * dtype_size(dtype));
+    }
+    offset += n;
+  }
+  span(entries, unit, "MEMCPY_IN_FUSION_BUFFER", start);
+
+  start = Clock::now();
+  CHORUS_RETURN_IF_ERROR(backend->allreduce(buffer, buffer, total, dtype, backend_op(first.reduce_op)));
+  span(entries, unit, "ALLREDUCE", start, "\"fused_tensors\": " + std::to_string(unit.size()));
+
+  start = Clock::now();
+  offset = 0;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    if (entries[i]) {
+      CHORUS_RETURN_IF_ERROR(finish_reduction(unit[i], at(buffer, offset, dtype),
+                                              entries[i]->output.data, unit[i].elements));
+    }
+    offset += unit[i].elements;
+  }
+  span(entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);
+  return Status::OK();
+}
+
+Status Executor::allreduce_one(const Response& response, TensorEntry* entry, Backend* backend) {
+  const DataType dtype = response.dtype;
+  const int64_t n = response.elements;
+  const auto start = Clock::now();
+  if (entry == nullptr) {  // joined: contribute zeros and drop the result
+    void* zeros = fusion_buffer_.get(static_cast<size_t>(n) * dtype_size(dtype));
+    std::memset(zeros, 0, static_cast<size_t>(n) * dtype_size(dtype));
+    return backend->allreduce(zeros, zeros, n, dtype, backend_op(response.reduce_op));
+  }
+  const void* input = entry->input.data;
+  void* output = entry->output.data;
+  if (response.prescale != 1.0) {
+    CHORUS_RETURN_IF_ERROR(scale(input, output, n, dtype, response.prescale));
+    input = output;
+  }
+  CHORUS_RETURN_IF_ERROR(backend->allreduce(input, output, n, dtype, backend_op(response.reduce_op)));
+  CHORUS_RETURN_IF_ERROR(finish_reduction(response, output, output, n));
+  if (timeline_->enabled()) timeline_->span(response.name, "ALLREDUCE", start, Clock::now());
+  return Status::OK();
+}
+
+Status Executor::finish_reduction(const Response& response, const void* from, void* to, int64_t count) {
+  const DataType dtype = response.dtype;
+  double factor = response.postscale;
+  const bool average = response.reduce_op == ReduceOp::kAverage;
+  if (average && is_floating_point(dtype)) factor /= topology_.size;
+  if (factor != 1.0) return scale(from, to, count, dtype, factor);
+  if (from != to && count > 0) std::memcpy(to, from, static_cast<size_t>(count) * dtype_size(dtype));
+  if (average && !is_floating_point(dtype)) return divide(to, count, dtype, topology_.size);
+  return Status::OK();
+}
+
+Status Executor::allgather(const Response& response, TensorEntry& entry, Backend* backend) {
+  const Shape& shape = entry.input.shape;
+  const int64_t row = row_elements(shape);
+  std::vector<int64_t> counts(response.first_dims.size());
+  int64_t rows = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    counts[r] = response.first_dims[r] * row;
+    rows += response.first_dims[r];
+  }
+  Shape out_shape = shape;
+  out_shape[0] = rows;
+  Tensor output;
+  CHORUS_RETURN_IF_ERROR(allocate_output(entry, out_shape, &output));
+  const auto start = Clock::now();
+  CHORUS_RETURN_IF_ERROR(backend->allgatherv(entry.input.data, output.data, counts, response.dtype));
+  if (timeline_->enabled()) timeline_->span(response.name, "ALLGATHER", start, Clock::now());
+  return Status::OK();
+}
+
+Status Executor::alltoall(TensorEntry& entry, Backend* backend) {
+  const Shape& shape = entry.input.shape;
+  const int64_t row = row_elements(shape);
+  // Exchange rows, not elements, so zero-sized rows still tell the splits.
+  std::vector<int64_t> received_rows;
+  CHORUS_RETURN_IF_ERROR(backend->exchange_counts(entry.splits, &received_rows));
+  std::vector<int64_t> send_counts(entry.splits.size());
+  std::vector<int64_t> recv_counts(received_rows.size());
+  int64_t rows = 0;
+  for (size_t r = 0; r < send_counts.size(); ++r) send_counts[r] = entry.splits[r] * row;
+  for (size_t r = 0; r < recv_counts.size(); ++r) {
+    recv_counts[r] = received_rows[r] * row;
+    rows += received_rows[r];
+  }
+  Shape out_shape = shape;
+  out_shape[0] = rows;
+  Tensor output;
+  CHORUS_RETURN_IF_ERROR(allocate_output(entry, out_shape, &output));
+  const auto start = Clock::now();
+  CHORUS_RETURN_IF_ERROR(
+      backend->alltoallv(entry.input.data, send_counts, output.data, recv_counts, entry.request.dtype));
+  if (timeline_->enabled()) timeline_->span(entry.request.name, "ALLTOALL", start, Clock::now());
+  entry.handle->set_received_splits(std::move(received_rows));
+  return Status::OK();
+}
+
+Status Executor::reducescatter(const ExecutionUnit& unit, Entries& entries, Backend* backend) {
+  const int size = topology_.size;
+  const int me = topology_.rank;
+  const DataType dtype = unit.front().dtype;
+  const size_t esize = dtype_size(dtype);
+  for (const auto& entry : entries) {
+    if (!entry) return Status::Internal("reducescatter response without a local entry");
+  }
+  std::vector<int64_t> recv_counts(size, 0);
+  for (const auto& entry : entries) {
+    const Shape& shape = entry->input.shape;
+    for (int r = 0; r < size; ++r) recv_counts[r] += rows_for_rank(shape[0], size, r) * row_elements(shape);
+  }
+
+  // Single tensor: the input is already laid out rank by rank.
+  const bool fused = unit.size() > 1;
+  int64_t total = 0;
+  for (const Response& response : unit) total += response.elements;
+  void* buffer = fused ? fusion_buffer_.get(static_cast<size_t>(total) * esize) : nullptr;
+  auto start = Clock::now();
+  if (fused) {
+    int64_t offset = 0;
+    for (int r = 0; r < size; ++r) {
+      for (const auto& entry : entries) {
+        const Shape& shape = entry->input.shape;
+        const int64_t row = row_elements(shape);
+        const int64_t n = rows_for_rank(shape[0], size, r) * row;
+        const int64_t first = first_row_of_rank(shape[0], size, r) * row;
+        if (n > 0) std::memcpy(at(buffer, offset, dtype), at(entry->input.data, first, dtype), n * esize);
+        offset += n;
+      }
+    }
+    span(entries, unit, "MEMCPY_IN_FUSION_BUFFER", start);
+  }
+
+  std::vector<Tensor> outputs(unit.size());
+  for (size_t i = 0; i < unit.size(); ++i) {
+    Shape out_shape = entries[i]->input.shape;
+    out_shape[0] = rows_for_rank(out_shape[0], size, me);
+    CHORUS_RETURN_IF_ERROR(allocate_output(*entries[i], out_shape, &outputs[i]));
+  }
+
+  start = Clock::now();
+  const ReduceOp op = backend_op(unit.front().reduce_op);
+  if (fused) {
+    CHORUS_RETURN_IF_ERROR(backend->reducescatter(buffer, buffer, recv_counts, dtype, op));
+  } else {
+    CHORUS_RETURN_IF_ERROR(backend->reducescatter(entries[0]->input.data, outputs[0].data, recv_counts, dtype, op));
+  }
+  span(entries, unit, "REDUCESCATTER", start);
+
+  start = Clock::now();
+  int64_t offset = 0;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    const int64_t n = outputs[i].elements();
+    const void* from = fused ? at(buffer, offset, dtype) : outputs[i].data;
+    CHORUS_RETURN_IF_ERROR(finish_reduction(unit[i], from, outputs[i].data, n));
+    offset += n;
+  }
+  if (fused) span(entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);
+  return Status::OK();
+}
+
+void Executor::span(const Entries& entries, const ExecutionUnit& unit, const char* activity,
+                    Clock::time_point start, const std::string& args) {
+  if (!timeline_->enabled()) return;
+  const auto end = Clock::now();
+  for (size_t i = 0; i < unit.size(); ++i) {
+    if (entries[i]) timeline_->span(unit[i].name, activity, start, end, args);
+  }
+}
+
+}  // namespace chorus

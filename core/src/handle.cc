@@ -1,1 +1,116 @@
-// placeholder: being written
+#include "chorus/handle.h"
+
+#include "handle_state.h"
+
+namespace chorus {
+namespace detail {
+
+void HandleState::complete_member(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (remaining_ == 0) return;
+    if (!status.ok() && status_.ok()) status_ = status;
+    --remaining_;
+    if (remaining_ > 0) return;
+  }
+  done_cv_.notify_all();
+}
+
+void HandleState::set_output(const Tensor& output, std::shared_ptr<void> storage) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  output_ = output;
+  output_storage_ = std::move(storage);
+}
+
+void HandleState::set_received_splits(std::vector<int64_t> splits) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  received_splits_ = std::move(splits);
+}
+
+void HandleState::set_last_joined_rank(int rank) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_joined_rank_ = rank;
+}
+
+Status HandleState::wait() const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_cv_.wait(lock, [this] { return remaining_ == 0; });
+  return status_;
+}
+
+Status HandleState::wait_until(std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!done_cv_.wait_until(lock, deadline, [this] { return remaining_ == 0; })) {
+    return Status::InProgress("'" + name_ + "' is still in progress");
+  }
+  return status_;
+}
+
+bool HandleState::done() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return remaining_ == 0;
+}
+
+Status HandleState::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (remaining_ > 0) return Status::InProgress("'" + name_ + "' is still in progress");
+  return status_;
+}
+
+Tensor HandleState::output() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return output_;
+}
+
+std::vector<int64_t> HandleState::received_splits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return received_splits_;
+}
+
+int HandleState::last_joined_rank() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_joined_rank_;
+}
+
+}  // namespace detail
+
+namespace {
+const std::string kNoName;
+}
+
+const detail::HandleState& Handle::state() const {
+  if (!state_) throw Error(Status::InvalidArgument("This chorus::Handle is empty (default-constructed)"));
+  return *state_;
+}
+
+const std::string& Handle::name() const { return state_ ? state_->name() : kNoName; }
+
+void Handle::wait() const { throw_if_error(state().wait()); }
+
+bool Handle::wait_for(std::chrono::milliseconds timeout) const {
+  const Status status = state().wait_until(std::chrono::steady_clock::now() + timeout);
+  if (status.code() == StatusCode::kInProgress) return false;
+  throw_if_error(status);
+  return true;
+}
+
+bool Handle::test() const { return state().done(); }
+
+Status Handle::status() const { return state().status(); }
+
+Tensor Handle::output() const {
+  throw_if_error(status());
+  return state().output();
+}
+
+std::vector<int64_t> Handle::received_splits() const {
+  throw_if_error(status());
+  return state().received_splits();
+}
+
+int Handle::last_joined_rank() const {
+  throw_if_error(status());
+  return state().last_joined_rank();
+}
+
+}  // namespace chorus

@@ -1,1 +1,123 @@
-// placeholder: being written
+#include "runtime.h"
+
+#include "fusion_planner.h"
+#include "logging.h"
+
+namespace chorus {
+
+Status Runtime::create(std::unique_ptr<Runtime>* out, const Config::Lookup& env) {
+  Config config;
+  CHORUS_RETURN_IF_ERROR(Config::from_env(&config, env));
+  set_log_level(config.log_level);
+  std::unique_ptr<Communication> comm;
+  CHORUS_RETURN_IF_ERROR(Communication::create(config, &comm));
+  set_log_rank(comm->topology().rank);
+  std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm)));
+  if (!config.timeline_path.empty() && runtime->topology().rank == 0) {
+    CHORUS_RETURN_IF_ERROR(runtime->timeline_.open(config.timeline_path));
+  }
+  runtime->thread_ = std::thread([r = runtime.get()] { r->background_loop(); });
+  CHORUS_LOG(kDebug, "started: rank " << runtime->topology().rank << " of " << runtime->topology().size);
+  *out = std::move(runtime);
+  return Status::OK();
+}
+
+Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm)
+    : config_(config),
+      comm_(std::move(comm)),
+      queue_(comm_->topology().rank, &wake_),
+      controller_(comm_->controller_transport(), config_),
+      executor_(comm_->topology(), &comm_->backends(), &timeline_) {}
+
+Runtime::~Runtime() { shutdown(); }
+
+void Runtime::shutdown() {
+  if (thread_.joinable()) {
+    shutdown_requested_ = true;
+    wake_.notify();
+    thread_.join();
+  }
+  timeline_.close();
+}
+
+bool Runtime::has_local_work() const {
+  return queue_.has_new() || controller_.needs_cycle() || (shutdown_requested_ && !shutdown_sent_);
+}
+
+void Runtime::background_loop() {
+  while (true) {
+    Status status = comm_->trigger()->wait_for_cycle([this] { return has_local_work(); }, &wake_,
+                                                     controller_.next_deadline());
+    bool stop = false;
+    if (status.ok()) status = run_cycle(&stop);
+    if (status.ok() && !stop) continue;
+    if (!status.ok()) {
+      // The ranks may no longer agree on what ran: nothing can continue.
+      CHORUS_LOG(kError, "stopping after an internal error: " << status.message());
+      const Status failed = Status::Aborted("Chorus stopped after an internal error: " + status.message());
+      fail_pending(failed, [&](const TensorEntry&) { return failed; });
+    }
+    return;
+  }
+}
+
+Status Runtime::run_cycle(bool* stop) {
+  std::vector<Request> requests = queue_.take_new_requests();
+  if (shutdown_requested_ && !shutdown_sent_) {
+    Request request;
+    request.name = "chorus.shutdown";
+    request.op = OpType::kShutdown;
+    request.rank = topology().rank;
+    requests.push_back(std::move(request));
+    shutdown_sent_ = true;
+  }
+  std::vector<Response> responses;
+  CHORUS_RETURN_IF_ERROR(controller_.negotiate(std::move(requests), &responses));
+  const auto negotiated = std::chrono::steady_clock::now();
+
+  // Everything negotiated runs, even in a shutdown cycle: it is ready on
+  // every rank, so every rank runs it.
+  std::vector<Response> runnable;
+  const Response* shutdown = nullptr;
+  runnable.reserve(responses.size());
+  for (const Response& response : responses) {
+    if (response.type == Response::Type::kShutdown) {
+      if (shutdown == nullptr) shutdown = &response;
+    } else {
+      runnable.push_back(response);
+    }
+  }
+  for (const ExecutionUnit& unit : plan_fusion(runnable, config_.fusion_threshold_bytes)) {
+    CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
+  }
+  if (shutdown != nullptr) {
+    stop_for(*shutdown);
+    *stop = true;
+  }
+  return Status::OK();
+}
+
+void Runtime::stop_for(const Response& shutdown) {
+  const int me = topology().rank;
+  const int who = shutdown.shutdown_rank;
+  if (who < 0) {  // the coordinator stopped the job (stall)
+    CHORUS_LOG(kError, shutdown.error_message);
+    const Status failed = Status::Shutdown(shutdown.error_message);
+    fail_pending(Status::Shutdown("Chorus has stopped: " + shutdown.error_message),
+                 [&](const TensorEntry&) { return failed; });
+    return;
+  }
+  const Status closed = who == me ? Status::Shutdown("Chorus has been shut down")
+                                  : Status::Shutdown("Chorus has stopped: rank " + std::to_string(who) +
+                                                     " shut down");
+  fail_pending(closed, [&](const TensorEntry& entry) {
+    return Status::Shutdown("Rank " + std::to_string(who) + " shut down while " +
+                            op_type_name(entry.request.op) + " '" + entry.request.name + "' was pending");
+  });
+}
+
+void Runtime::fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for) {
+  for (TensorEntry& entry : queue_.close(closed)) entry.handle->complete_member(error_for(entry));
+}
+
+}  // namespace chorus

@@ -1,1 +1,97 @@
-// placeholder: being written
+#include "ops/mpi/mpi_context.h"
+
+#include <string>
+
+namespace chorus {
+
+Status mpi_error(const char* call, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return Status::Internal(std::string(call) + " failed: " + std::string(text, length));
+}
+
+namespace {
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "an unknown thread level";
+}
+
+Status dup(MPI_Comm comm, MPI_Comm* out) {
+  int rc = MPI_Comm_dup(comm, out);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_dup", rc);
+  MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status MpiContext::create(std::unique_ptr<MpiContext>* out) {
+  std::unique_ptr<MpiContext> context(new MpiContext());
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    return Status::PreconditionFailed(
+        "MPI has already been finalized in this process; Chorus cannot start again "
+        "(initialise MPI in the application to init() and shutdown() Chorus repeatedly)");
+  }
+  int provided = 0;
+  if (!initialized) {
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Init_thread", rc);
+    context->owns_mpi_ = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  // The background thread calls MPI while the application may call it too.
+  if (provided < MPI_THREAD_MULTIPLE) {
+    return Status::PreconditionFailed(std::string("MPI provides ") + thread_level_name(provided) +
+                                      "; Chorus needs MPI_THREAD_MULTIPLE (initialise MPI with "
+                                      "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...))");
+  }
+  CHORUS_RETURN_IF_ERROR(dup(MPI_COMM_WORLD, &context->control_));
+  CHORUS_RETURN_IF_ERROR(dup(MPI_COMM_WORLD, &context->trigger_));
+  CHORUS_RETURN_IF_ERROR(dup(MPI_COMM_WORLD, &context->data_));
+
+  Topology& t = context->topology_;
+  MPI_Comm_rank(MPI_COMM_WORLD, &t.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &t.size);
+  // Local = same shared-memory node; cross = the ranks with my local rank.
+  MPI_Comm local = MPI_COMM_NULL;
+  int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t.rank, MPI_INFO_NULL, &local);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_split_type", rc);
+  MPI_Comm_rank(local, &t.local_rank);
+  MPI_Comm_size(local, &t.local_size);
+  MPI_Comm cross = MPI_COMM_NULL;
+  rc = MPI_Comm_split(MPI_COMM_WORLD, t.local_rank, t.rank, &cross);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_split", rc);
+  MPI_Comm_rank(cross, &t.cross_rank);
+  MPI_Comm_size(cross, &t.cross_size);
+  MPI_Comm_free(&local);
+  MPI_Comm_free(&cross);
+
+  CHORUS_RETURN_IF_ERROR(context->types_.create());
+  *out = std::move(context);
+  return Status::OK();
+}
+
+MpiContext::~MpiContext() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  types_.destroy();
+  for (MPI_Comm* comm : {&control_, &trigger_, &data_}) {
+    if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
+  }
+  if (owns_mpi_) MPI_Finalize();
+}
+
+}  // namespace chorus

@@ -1,1 +1,140 @@
-// placeholder: being written
+#include "ops/mpi/mpi_cycle_trigger.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <string>
+#include <thread>
+
+#include "ops/mpi/mpi_context.h"
+#include "ops/mpi/mpi_request_wait.h"
+
+namespace chorus {
+namespace {
+
+constexpr int kDoorbellTag = 1;
+// Right after asking for a cycle the answer comes within microseconds, so
+// poll without sleeping for this long; afterwards back off.
+constexpr std::chrono::microseconds kSpin{100};
+constexpr std::chrono::microseconds kFirstSleep{20};
+// An idle rank polls MPI this often: the latency seen by a peer that
+// starts a cycle while this rank has nothing to do, and the idle CPU cost.
+constexpr std::chrono::microseconds kMaxSleep{1000};
+
+}  // namespace
+
+MpiCycleTrigger::MpiCycleTrigger(MPI_Comm comm, double min_interval_ms)
+    : comm_(comm), min_interval_(min_interval_ms) {
+  MPI_Comm_rank(comm_, &rank_);
+}
+
+MpiCycleTrigger::~MpiCycleTrigger() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (MPI_Request* request : {&doorbell_recv_, &start_recv_}) {
+    if (*request != MPI_REQUEST_NULL) {
+      // A posted receive that will never match: cancel it. (An Ibcast
+      // cannot be cancelled; it is only posted while a cycle is awaited,
+      // and the runtime stops only after the shutdown cycle completed.)
+      if (request == &doorbell_recv_) {
+        MPI_Cancel(request);
+        MPI_Wait(request, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Request_free(request);
+      }
+    }
+  }
+  if (doorbell_send_ != MPI_REQUEST_NULL) MPI_Wait(&doorbell_send_, MPI_STATUS_IGNORE);
+}
+
+Status MpiCycleTrigger::wait_for_cycle(const std::function<bool()>& has_local_work, WakeSignal* wake,
+                                       std::optional<Clock::time_point> timer) {
+  return rank_ == 0 ? coordinator_wait(has_local_work, wake, timer) : worker_wait(has_local_work, wake);
+}
+
+Status MpiCycleTrigger::drain_doorbells(bool* requested) {
+  while (true) {
+    if (doorbell_recv_ == MPI_REQUEST_NULL) {
+      int rc = MPI_Irecv(&doorbell_in_, 1, MPI_UINT64_T, MPI_ANY_SOURCE, kDoorbellTag, comm_, &doorbell_recv_);
+      if (rc != MPI_SUCCESS) return mpi_error("MPI_Irecv (cycle doorbell)", rc);
+    }
+    int done = 0;
+    int rc = MPI_Test(&doorbell_recv_, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Test (cycle doorbell)", rc);
+    if (!done) return Status::OK();
+    if (doorbell_in_ >= next_cycle_) *requested = true;
+  }
+}
+
+Status MpiCycleTrigger::coordinator_wait(const std::function<bool()>& has_local_work, WakeSignal* wake,
+                                         std::optional<Clock::time_point> timer) {
+  auto sleep = kFirstSleep;
+  while (true) {
+    bool requested = has_local_work();
+    CHORUS_RETURN_IF_ERROR(drain_doorbells(&requested));
+    const auto now = Clock::now();
+    if (timer && now >= *timer) requested = true;
+    if (requested) {
+      const auto earliest = last_start_ + std::chrono::duration_cast<Clock::duration>(min_interval_);
+      if (now < earliest) std::this_thread::sleep_until(earliest);
+      break;
+    }
+    auto deadline = now + sleep;
+    if (timer) deadline = std::min(deadline, *timer);
+    if (wake->wait_until(deadline)) {
+      sleep = kFirstSleep;
+    } else {
+      sleep = std::min(sleep * 2, kMaxSleep);
+    }
+  }
+  last_start_ = Clock::now();
+  start_out_ = next_cycle_;
+  MPI_Request request;
+  int rc = MPI_Ibcast(&start_out_, 1, MPI_UINT64_T, 0, comm_, &request);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Ibcast (cycle start)", rc);
+  CHORUS_RETURN_IF_ERROR(wait_for_request(&request, "MPI_Ibcast (cycle start)"));
+  ++next_cycle_;
+  return Status::OK();
+}
+
+Status MpiCycleTrigger::worker_wait(const std::function<bool()>& has_local_work, WakeSignal* wake) {
+  if (start_recv_ == MPI_REQUEST_NULL) {
+    int rc = MPI_Ibcast(&start_in_, 1, MPI_UINT64_T, 0, comm_, &start_recv_);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Ibcast (cycle start)", rc);
+  }
+  auto spin_until = Clock::time_point{};
+  auto sleep = kFirstSleep;
+  while (true) {
+    if (!doorbell_sent_ && has_local_work()) {
+      if (doorbell_send_ != MPI_REQUEST_NULL) MPI_Wait(&doorbell_send_, MPI_STATUS_IGNORE);
+      doorbell_out_ = next_cycle_;
+      int rc = MPI_Isend(&doorbell_out_, 1, MPI_UINT64_T, 0, kDoorbellTag, comm_, &doorbell_send_);
+      if (rc != MPI_SUCCESS) return mpi_error("MPI_Isend (cycle doorbell)", rc);
+      doorbell_sent_ = true;
+      spin_until = Clock::now() + kSpin;
+      sleep = kFirstSleep;
+    }
+    int done = 0;
+    int rc = MPI_Test(&start_recv_, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Test (cycle start)", rc);
+    if (done) break;
+    const auto now = Clock::now();
+    if (now < spin_until) {
+      sched_yield();
+    } else if (wake->wait_until(now + sleep)) {
+      sleep = kFirstSleep;
+    } else {
+      sleep = std::min(sleep * 2, kMaxSleep);
+    }
+  }
+  if (start_in_ != next_cycle_) {
+    return Status::Internal("cycle trigger out of step: expected cycle " + std::to_string(next_cycle_) +
+                            ", coordinator started " + std::to_string(start_in_));
+  }
+  ++next_cycle_;
+  doorbell_sent_ = false;
+  return Status::OK();
+}
+
+}  // namespace chorus

@@ -1,0 +1,57 @@
+// Executor: runs one execution unit (a response, or several fused ones) on
+// the backend chosen for its device, and completes the entries' handles.
+// It owns the data-path details the backends do not: packing fused tensors
+// into the persistent fusion buffer, prescale/postscale and the division of
+// kAverage, zeros for a joined rank, and allocating outputs whose size is
+// known only now.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "fusion_buffer.h"
+#include "fusion_planner.h"
+#include "ops/backend_registry.h"
+#include "tensor_entry.h"
+#include "tensor_queue.h"
+#include "timeline.h"
+#include "topology.h"
+
+namespace chorus {
+
+class Executor {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Executor(const Topology& topology, const BackendRegistry* backends, Timeline* timeline)
+      : topology_(topology), backends_(backends), timeline_(timeline) {}
+
+  // Takes the unit's entries out of `queue` and completes them. Errors go to
+  // the entries' handles; a non-ok return means the backend itself failed
+  // (the runtime then stops, since ranks may now disagree on what ran).
+  Status execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::time_point negotiated);
+
+ private:
+  using Entries = std::vector<std::optional<TensorEntry>>;
+  Status allreduce(const ExecutionUnit& unit, Entries& entries, Backend* backend);
+  Status allreduce_one(const Response& response, TensorEntry* entry, Backend* backend);
+  Status allgather(const Response& response, TensorEntry& entry, Backend* backend);
+  Status alltoall(TensorEntry& entry, Backend* backend);
+  Status reducescatter(const ExecutionUnit& unit, Entries& entries, Backend* backend);
+  // Applies postscale (and the division of kAverage) while copying `count`
+  // elements from `from` to `to` (which may be equal).
+  Status finish_reduction(const Response& response, const void* from, void* to, int64_t count);
+  void span(const Entries& entries, const ExecutionUnit& unit, const char* activity,
+            Clock::time_point start, const std::string& args = "");
+
+  Topology topology_;
+  const BackendRegistry* backends_;
+  Timeline* timeline_;
+  FusionBuffer fusion_buffer_;
+};
+
+// Allocates `shape` x `dtype` for an entry's output, through its allocator
+// when it has one, else in memory the handle owns.
+Status allocate_output(TensorEntry& entry, const Shape& shape, Tensor* out);
+
+}  // namespace chorus

@@ -1,0 +1,70 @@
+// Runtime: the one object that owns Chorus's state in a process: the
+// configuration, the communication layer, the tensor queue, the controller,
+// the executor, the timeline and the background thread that drives them.
+//
+// The background loop:
+//   wait until a cycle starts (local work, a peer's request, or a timer)
+//   take the requests enqueued since the last cycle
+//   negotiate: every rank gets the same ordered responses
+//   plan fusion and execute each unit, completing handles
+//   on a shutdown response, fail what is still pending and stop
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config.h"
+#include "controller.h"
+#include "executor.h"
+#include "ops/communication.h"
+#include "tensor_queue.h"
+#include "timeline.h"
+#include "wake_signal.h"
+
+namespace chorus {
+
+class Runtime {
+ public:
+  // Reads the configuration, sets up communication and starts the loop.
+  static Status create(std::unique_ptr<Runtime>* out, const Config::Lookup& env = nullptr);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const Topology& topology() const { return comm_->topology(); }
+  bool supports(const Device& device) const { return comm_->backends().supports(device); }
+  // Hands entries to the background thread; fails if a name is in flight
+  // or the runtime has stopped.
+  Status enqueue(std::vector<TensorEntry> entries) { return queue_.add(std::move(entries)); }
+  // Tells the other ranks this rank is leaving, stops the background thread
+  // and releases communication. Idempotent.
+  void shutdown();
+  // Every rank calls barrier() the same number of times, so a counter names
+  // the same barrier on every rank.
+  std::string next_barrier_name() { return "chorus.barrier." + std::to_string(barrier_count_++); }
+
+ private:
+  Runtime(const Config& config, std::unique_ptr<Communication> comm);
+  void background_loop();
+  Status run_cycle(bool* stop);
+  bool has_local_work() const;
+  void stop_for(const Response& shutdown);
+  void fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for);
+
+  Config config_;
+  std::unique_ptr<Communication> comm_;
+  WakeSignal wake_;
+  TensorQueue queue_;
+  Controller controller_;
+  Timeline timeline_;
+  Executor executor_;
+  std::atomic<bool> shutdown_requested_{false};
+  bool shutdown_sent_ = false;  // background thread only
+  std::atomic<uint64_t> barrier_count_{0};
+  std::thread thread_;
+};
+
+}  // namespace chorus

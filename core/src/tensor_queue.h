@@ -1,0 +1,44 @@
+// TensorQueue: the hand-off between framework threads and the background
+// thread. Framework threads add entries (never blocking on the network); the
+// background thread takes the new requests each cycle and later takes each
+// entry out when its response runs. Names are unique among entries in
+// flight on this rank.
+#pragma once
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tensor_entry.h"
+#include "wake_signal.h"
+
+namespace chorus {
+
+class TensorQueue {
+ public:
+  TensorQueue(int rank, WakeSignal* wake) : rank_(rank), wake_(wake) {}
+
+  // Adds all entries or none: fails if a name is already in flight (or
+  // repeated within `entries`), or once the queue is closed.
+  Status add(std::vector<TensorEntry> entries);
+  bool has_new() const;
+  // The requests added since the last call, in the order they were added.
+  std::vector<Request> take_new_requests();
+  // Removes the entry for `name`; nullopt when this rank has none (a
+  // joined rank contributing zeros).
+  std::optional<TensorEntry> take(const std::string& name);
+  // Refuses further adds with `reason` and returns every entry still held.
+  std::vector<TensorEntry> close(const Status& reason);
+
+ private:
+  const int rank_;
+  WakeSignal* wake_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, TensorEntry> in_flight_;
+  std::vector<Request> new_requests_;
+  Status closed_;  // ok while open
+};
+
+}  // namespace chorus

@@ -1,0 +1,29 @@
+#include "ops/communication.h"
+
+#include "ops/mpi/mpi_backend.h"
+#include "ops/mpi/mpi_context.h"
+#include "ops/mpi/mpi_controller_transport.h"
+#include "ops/mpi/mpi_cycle_trigger.h"
+
+namespace chorus {
+
+Status Communication::create(const Config& config, std::unique_ptr<Communication>* out) {
+  std::unique_ptr<Communication> comm(new Communication());
+  CHORUS_RETURN_IF_ERROR(MpiContext::create(&comm->mpi_));
+  comm->topology_ = comm->mpi_->topology();
+  comm->transport_ = std::make_unique<MpiControllerTransport>(comm->mpi_->control_comm());
+  comm->trigger_ = std::make_unique<MpiCycleTrigger>(comm->mpi_->trigger_comm(), config.cycle_time_ms);
+  // Priority order: device backends first once they exist; MPI for host memory.
+  comm->backends_.add(std::make_unique<MpiBackend>(comm->mpi_->data_comm(), &comm->mpi_->types()));
+  *out = std::move(comm);
+  return Status::OK();
+}
+
+Communication::~Communication() {
+  // Release everything that uses MPI before the context may finalize it.
+  trigger_.reset();
+  transport_.reset();
+  backends_ = BackendRegistry();
+}
+
+}  // namespace chorus

@@ -1,0 +1,41 @@
+// Communication: everything the runtime needs from the transport layer,
+// created at init() and destroyed after the background thread has stopped:
+// the job's topology, the negotiation primitives, the cycle trigger and the
+// backends. Core code sees only these interfaces; which transport stands
+// behind them (MPI today) is decided here.
+#pragma once
+
+#include <memory>
+
+#include "chorus/status.h"
+#include "config.h"
+#include "controller_transport.h"
+#include "cycle_trigger.h"
+#include "ops/backend_registry.h"
+#include "topology.h"
+
+namespace chorus {
+
+class MpiContext;
+
+class Communication {
+ public:
+  static Status create(const Config& config, std::unique_ptr<Communication>* out);
+  ~Communication();
+
+  const Topology& topology() const { return topology_; }
+  ControllerTransport* controller_transport() { return transport_.get(); }
+  CycleTrigger* trigger() { return trigger_.get(); }
+  const BackendRegistry& backends() const { return backends_; }
+
+ private:
+  Communication() = default;
+  // Declared first so it is destroyed last: it may finalize MPI.
+  std::unique_ptr<MpiContext> mpi_;
+  Topology topology_;
+  std::unique_ptr<ControllerTransport> transport_;
+  std::unique_ptr<CycleTrigger> trigger_;
+  BackendRegistry backends_;
+};
+
+}  // namespace chorus

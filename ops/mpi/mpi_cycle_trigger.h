@@ -1,0 +1,56 @@
+// The cycle trigger over MPI, on a communicator of its own.
+//
+// Ranks other than 0 keep one MPI_Ibcast posted: the coordinator's "start
+// cycle k" signal. When such a rank has local work it sends rank 0 a
+// doorbell carrying the cycle number it wants (one per cycle at most).
+// Rank 0 keeps one MPI_Irecv posted for doorbells and starts cycle k (its
+// side of the Ibcast) when it has local work, a doorbell for k arrived, or
+// its timer is due, but not sooner than the minimum cycle interval after
+// the previous start. Doorbells for cycles that already started are stale
+// and ignored. Waiting combines the local wake signal with polling MPI at
+// a backoff, so an idle rank costs almost no CPU.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "cycle_trigger.h"
+
+namespace chorus {
+
+class MpiCycleTrigger : public CycleTrigger {
+ public:
+  MpiCycleTrigger(MPI_Comm comm, double min_interval_ms);
+  ~MpiCycleTrigger() override;
+
+  Status wait_for_cycle(const std::function<bool()>& has_local_work, WakeSignal* wake,
+                        std::optional<Clock::time_point> timer) override;
+
+ private:
+  Status coordinator_wait(const std::function<bool()>& has_local_work, WakeSignal* wake,
+                          std::optional<Clock::time_point> timer);
+  Status worker_wait(const std::function<bool()>& has_local_work, WakeSignal* wake);
+  // Consumes arrived doorbells; true if one asks for the next cycle.
+  Status drain_doorbells(bool* requested);
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  std::chrono::duration<double, std::milli> min_interval_;
+  uint64_t next_cycle_ = 0;
+  Clock::time_point last_start_{};
+
+  // Coordinator.
+  MPI_Request doorbell_recv_ = MPI_REQUEST_NULL;
+  uint64_t doorbell_in_ = 0;
+  // Other ranks.
+  MPI_Request start_recv_ = MPI_REQUEST_NULL;
+  uint64_t start_in_ = 0;
+  MPI_Request doorbell_send_ = MPI_REQUEST_NULL;
+  uint64_t doorbell_out_ = 0;
+  bool doorbell_sent_ = false;
+  uint64_t start_out_ = 0;
+};
+
+}  // namespace chorus

@@ -1,0 +1,29 @@
+#include "ops/mpi/mpi_request_wait.h"
+
+#include <sched.h>
+
+#include <thread>
+
+#include "ops/mpi/mpi_context.h"
+
+namespace chorus {
+
+Status wait_for_request(MPI_Request* request, const char* what, const WaitPolicy& policy) {
+  using Clock = std::chrono::steady_clock;
+  const auto spin_until = Clock::now() + policy.spin;
+  auto sleep = policy.first_sleep;
+  while (true) {
+    int done = 0;
+    const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_error(what, rc);
+    if (done) return Status::OK();
+    if (Clock::now() < spin_until) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, policy.max_sleep);
+    }
+  }
+}
+
+}  // namespace chorus
