@@ -1,0 +1,68 @@
+// MpiBackend: the collectives on host memory, one MPI collective each.
+//
+// MPI counts and displacements are C ints. allreduce and broadcast split
+// larger buffers into chunks of at most `count_limit` elements (every chunk
+// is an independent collective, so the result is the same); the other
+// collectives cannot be split without changing their layout and return
+// InvalidArgument naming the limit instead. These checks run on each rank's
+// own arguments: for alltoallv a count over the limit is seen only by the
+// two ranks it concerns, so the caller must keep counts within the limit
+// everywhere (negotiation does) or the other ranks wait in MPI.
+//
+// MPI errors come back as Status::Internal("<MPI call> failed: <MPI error
+// string>"): the constructor sets MPI_ERRORS_RETURN on the communicator.
+// Not thread-safe: one thread (the background thread) drives a backend.
+#pragma once
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstdint>
+#include <vector>
+
+#include "ops/backend.h"
+#include "ops/mpi/mpi_datatypes.h"
+
+namespace chorus {
+
+class MpiBackend : public Backend {
+ public:
+  // `comm` and `types` (created) must outlive the backend. `count_limit`
+  // lowers the per-call element limit below INT_MAX, for tests of chunking
+  // and of the limit errors.
+  MpiBackend(MPI_Comm comm, const MpiTypes* types, int64_t count_limit = INT_MAX);
+
+  const char* name() const override { return "mpi"; }
+  bool supports(const Device& device) const override { return device.kind == Device::Kind::kCPU; }
+
+  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
+  Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
+                    DataType dtype) override;
+  Status broadcast(void* buffer, int64_t bytes, int root) override;
+  Status exchange_counts(const std::vector<int64_t>& send_counts,
+                         std::vector<int64_t>* recv_counts) override;
+  Status alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
+                   const std::vector<int64_t>& recv_counts, DataType dtype) override;
+  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                       DataType dtype, ReduceOp op) override;
+  Status barrier() override;
+
+ private:
+  // OK when `dtype` has an MPI datatype; InvalidArgument otherwise.
+  Status check_dtype(const char* collective, DataType dtype) const;
+  // Also checks that `op` and `dtype` can be reduced.
+  Status check_reduction(const char* collective, DataType dtype, ReduceOp op) const;
+  // One count per rank, each in [0, count_limit_], and their running offsets
+  // (displacements) within the limit too; fills `ints` and `displs`.
+  Status to_mpi_counts(const char* collective, const char* what, const std::vector<int64_t>& counts,
+                       std::vector<int>* ints, std::vector<int>* displs) const;
+
+  MPI_Comm comm_;
+  const MpiTypes* types_;
+  int64_t count_limit_;
+  int rank_ = 0;
+  int size_ = 0;
+  Status init_status_;  // a failure of the constructor's MPI calls, reported by every collective
+};
+
+}  // namespace chorus
