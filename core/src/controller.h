@@ -78,17 +78,31 @@ class Controller {
     std::map<int, Request> by_rank;
   };
 
-  std::vector<uint64_t> build_bits(std::vector<Request>* uncached, Clock::time_point now);
-  void take_fast_path(const std::vector<uint64_t>& bits, std::vector<Response>* responses,
-                      Clock::time_point now);
-  Status run_slow_path(std::vector<Request> uncached, std::vector<Response>* responses,
-                       Clock::time_point now);
+  // Adds this cycle's requests to pending_ (join and shutdown requests go to
+  // control_requests_).
+  Status accept(std::vector<Request> new_requests);
+  // Fills the bit vector; `to_send` gets the names that must go through the
+  // coordinator this cycle. On the coordinator this first consults the stall
+  // inspector (warning, invalidation of stalled cached slots, stall shutdown).
+  std::vector<uint64_t> build_bits(std::set<std::string>* to_send, Clock::time_point now);
+  // Evicts the slots flagged invalid by any rank; this rank's unsent requests
+  // for them join `to_send`. Returns true when anything was evicted.
+  bool evict_invalid(const std::vector<uint64_t>& bits, std::set<std::string>* to_send);
+  void take_fast_path(const std::vector<uint64_t>& bits, std::vector<Response>* responses);
+  Status run_slow_path(const std::set<std::string>& to_send, std::vector<Response>* responses);
   // Coordinator: folds gathered requests into the table and returns the
   // responses that became ready, in a deterministic order.
-  std::vector<Response> coordinate(const std::vector<std::vector<Request>>& by_rank,
-                                   Clock::time_point now);
+  std::vector<Response> coordinate(const std::vector<std::vector<Request>>& by_rank);
+  // Coordinator: true when every rank that must take part has requested.
+  bool complete(const TableEntry& entry) const;
+  // Coordinator: moves every complete table entry (in first-seen order) to `out`.
+  void emit_complete(std::vector<Response>* out);
   Response make_response(const std::string& name, const TableEntry& entry) const;
   void finish(const Response& response);
+  // Coordinator: reports this cycle's partially submitted tensors to the
+  // stall inspector and forgets the ones that are no longer stalled.
+  void feed_stall_inspector(Clock::time_point now);
+  size_t words() const { return (cache_.capacity() + 63) / 64; }
 
   ControllerTransport* transport_;
   int rank_;
@@ -96,6 +110,7 @@ class Controller {
   ResponseCache cache_;
   std::map<std::string, PendingRequest> pending_;  // this rank's unresolved requests
   std::vector<std::string> pending_order_;         // submission order for the slow path
+  std::vector<Request> control_requests_;          // join/shutdown, not yet sent
   bool joined_ = false;
   bool needs_cycle_ = false;
   NegotiationStats stats_;
@@ -106,7 +121,10 @@ class Controller {
   std::set<int> joined_ranks_;
   int last_joined_rank_ = -1;
   StallInspector stall_;
-  std::vector<uint32_t> slots_to_invalidate_;
+  bool stall_enabled_ = false;
+  std::optional<std::string> stall_shutdown_;      // emitted by this cycle's slow path
+  std::vector<std::string> partial_cached_;        // this cycle: OR-ready, not AND-ready
+  std::set<std::string> stall_tracked_;            // names fed to stall_ last cycle
 };
 
 }  // namespace chorus

@@ -20,10 +20,12 @@ class StallInspector {
 
   // The tensor is pending on `ready_ranks` (the others are missing). Call
   // every cycle for every partially submitted tensor; the first call starts
-  // its clock.
-  void record_pending(const std::string& name, const std::set<int>& ready_ranks, Clock::time_point now);
+  // its clock. `op` ("allreduce", ...) only appears in the messages.
+  void record_pending(const std::string& name, const std::set<int>& ready_ranks, Clock::time_point now,
+                      const std::string& op = "collective");
   // A cached tensor is ready on some ranks only; which ones is not known yet.
-  void record_partial_cached(const std::string& name, Clock::time_point now);
+  void record_partial_cached(const std::string& name, Clock::time_point now,
+                             const std::string& op = "collective");
   // The tensor is no longer pending (done, failed or evicted).
   void forget(const std::string& name);
 
@@ -42,14 +44,19 @@ class StallInspector {
   struct Pending {
     Clock::time_point since;
     std::optional<std::set<int>> ready_ranks;  // unknown for cached tensors
+    std::string op;
   };
   std::string describe(const std::string& name, const Pending& p, Clock::time_point now) const;
+  std::string missing_ranks(const Pending& p) const;
+  // How long a cached tensor may stay partially ready before the coordinator
+  // asks the ranks to re-send it (the shorter enabled period); 0 = never.
+  std::chrono::duration<double> invalidate_after() const;
 
   std::chrono::duration<double> check_period_;
   std::chrono::duration<double> shutdown_after_;
   int world_size_;
   std::map<std::string, Pending> pending_;
-  Clock::time_point last_warning_{};
+  std::optional<Clock::time_point> last_warning_;
 };
 
 }  // namespace chorus
