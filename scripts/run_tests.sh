@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: installs what is missing, builds what is stale,
+# then ctest of the sanitizer build (build-sanitize/) and ctest of the normal
+# build (build/), both with --output-on-failure and in parallel (parallel
+# tests declare PROCESSORS 2, so ctest never oversubscribes the cores).
+# The last line is "N passed, M failed" over both runs; the exit status is
+# non-zero if anything failed in either. A build that fails counts as one
+# failure (its tests cannot run).
+#   scripts/run_tests.sh [ctest options...]   e.g. -L unit, -R fusion
+#   CHORUS_TEST_JOBS=N overrides ctest's parallelism (default: nproc).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/install_deps.sh"
+command -v ctest >/dev/null 2>&1 || { echo "run_tests: error: ctest not found" >&2; exit 1; }
+
+if [[ $(id -u) -eq 0 ]]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+jobs="${CHORUS_TEST_JOBS:-$(nproc)}"
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "run_tests: CHORUS_TEST_JOBS='$jobs' is not a positive integer" >&2; exit 2; }
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+total_passed=0
+total_failed=0
+summaries=()
+
+# run_suite <label> <build dir> [build.sh options]: builds, runs ctest, adds
+# its counts to the totals.
+run_suite() {
+  local label="$1" dir="$2"
+  shift 2
+  local passed=0 failed=0 rc=0 summary
+  echo "=== run_tests: $label build ($dir) ===" >&2
+  if ! "$root/scripts/build.sh" "$@"; then
+    echo "run_tests: the $label build failed; its tests were not run (counted as 1 failure)" >&2
+    failed=1
+  else
+    echo "=== run_tests: $label tests ===" >&2
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_args[@]}" 2>&1 | tee "$log" ||
+      rc=${PIPESTATUS[0]}
+    summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+    if [[ -n "$summary" ]]; then
+      local total
+      failed=$(sed -E 's/^.* ([0-9]+) tests? failed out of.*$/\1/' <<<"$summary")
+      total=$(sed -E 's/^.*failed out of ([0-9]+).*$/\1/' <<<"$summary")
+      passed=$((total - failed))
+    fi
+    if ((rc != 0 && failed == 0)); then
+      echo "run_tests: ctest in $dir exited with status $rc (counted as 1 failure)" >&2
+      failed=1
+    fi
+  fi
+  summaries+=("$label: $passed passed, $failed failed")
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+}
+
+ctest_args=("$@")
+run_suite sanitizer "$root/build-sanitize" --sanitize
+run_suite normal "$root/build"
+
+(IFS=';'; echo "run_tests: ${summaries[*]}" | sed 's/;/; /g')
+echo "$total_passed passed, $total_failed failed"
+((total_failed == 0))

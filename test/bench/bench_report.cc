@@ -1,0 +1,174 @@
+#include "bench_report.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace chorus_bench {
+namespace {
+
+// "12.3 us (min 10.1 us)"
+std::string median_min(const Stats& s) {
+  return format_time(s.median) + " (" + format_time(s.min) + ")";
+}
+
+std::string times_ratio(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, value >= 1.0 ? "%.2fx" : "%.3gx", value);
+  return buf;
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", value);
+  return buf;
+}
+
+std::string json_stats(const Stats& s) {
+  return "{\"median_s\": " + json_number(s.median) + ", \"min_s\": " + json_number(s.min) +
+         ", \"samples\": " + std::to_string(s.samples) + "}";
+}
+
+}  // namespace
+
+void print_header(const RunInfo& info, const Options& options) {
+  std::printf("# chorus_bench  np=%d  date=%s  host=%s  load average=%s\n", info.ranks,
+              info.date.c_str(), info.host.c_str(), info.load_average.c_str());
+  std::printf("# GLIBC_TUNABLES=%s (both sides run with the same allocator settings)\n",
+              info.glibc_tunables.c_str());
+  std::printf("# MPI: %s\n", info.mpi_library.c_str());
+  std::string env;
+  for (const std::string& e : info.chorus_env) env += " " + e;
+  std::printf("# Chorus settings:%s\n", env.empty() ? " defaults (no CHORUS_* set)" : env.c_str());
+  std::printf("# %d timed rounds after %d warm-up rounds (latency: %d rounds); each round starts\n"
+              "# with a barrier and counts as long as its slowest rank. Times: median (min).\n"
+              "# ratio = MPI time / Chorus time (above 1: Chorus is faster).\n",
+              options.repeats, options.warmup, options.latency_repeats);
+}
+
+void print_allreduce(const std::vector<AllreduceRow>& rows, int ranks) {
+  std::printf("\nallreduce float32 sum, in place, same buffers, alternating Chorus and MPI_Allreduce\n");
+  std::printf("busbw = bytes/time x 2(n-1)/n\n");
+  std::printf("%9s  %22s  %22s  %13s  %13s  %7s\n", "size", "chorus time", "mpi time",
+              "chorus busbw", "mpi busbw", "ratio");
+  for (const AllreduceRow& row : rows) {
+    std::printf("%9s  %22s  %22s  %13s  %13s  %7s\n", format_size(row.bytes).c_str(),
+                median_min(row.chorus).c_str(), median_min(row.mpi).c_str(),
+                format_bandwidth(busbw(row.bytes, row.chorus.median, ranks)).c_str(),
+                format_bandwidth(busbw(row.bytes, row.mpi.median, ranks)).c_str(),
+                times_ratio(ratio(row.mpi.median, row.chorus.median)).c_str());
+  }
+  std::fflush(stdout);
+}
+
+void print_small_step(const SmallStepResult& small) {
+  std::printf("\n%d tensors of %s per step, float32 sum\n", small.tensors,
+              format_size(small.bytes_each).c_str());
+  std::printf("  %-58s %22s\n", "chorus: all allreduce_async, then all wait",
+              median_min(small.chorus).c_str());
+  std::printf("  %-58s %22s  ratio %s\n", "mpi: one MPI_Allreduce per tensor",
+              median_min(small.mpi_separate).c_str(),
+              times_ratio(ratio(small.mpi_separate.median, small.chorus.median)).c_str());
+  std::printf("  %-58s %22s  ratio %s\n", "mpi: one MPI_Allreduce of all, incl. pack+unpack copies",
+              median_min(small.mpi_fused).c_str(),
+              times_ratio(ratio(small.mpi_fused.median, small.chorus.median)).c_str());
+  std::fflush(stdout);
+}
+
+void print_latency(const LatencyResult& latency) {
+  std::printf("\nlatency of one %s allreduce, submit to wait\n", format_size(latency.bytes).c_str());
+  std::printf("  chorus %s   mpi %s   ratio %s\n", median_min(latency.chorus).c_str(),
+              median_min(latency.mpi).c_str(),
+              times_ratio(ratio(latency.mpi.median, latency.chorus.median)).c_str());
+  std::fflush(stdout);
+}
+
+void print_idle(const IdleResult& idle) {
+  if (!idle.measured) {
+    std::printf("\nidle CPU: not measured (--idle-seconds 0)\n");
+    return;
+  }
+  std::string per_rank;
+  for (double p : idle.percent_per_rank) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.1f%%", p);
+    per_rank += buf;
+  }
+  std::printf("\nidle CPU over %.1f s, nothing queued, main thread asleep: max %.1f%% of one core "
+              "(per rank:%s)\n", idle.seconds, idle.max_percent, per_rank.c_str());
+  std::fflush(stdout);
+}
+
+bool write_json(const Results& r, const std::string& path, std::string* error) {
+  std::ostringstream o;
+  const int n = r.info.ranks;
+  o << "{\n  \"benchmark\": \"chorus_bench\",\n";
+  o << "  \"np\": " << n << ",\n  \"date\": " << json_string(r.info.date)
+    << ",\n  \"host\": " << json_string(r.info.host)
+    << ",\n  \"load_average\": " << json_string(r.info.load_average)
+    << ",\n  \"glibc_tunables\": " << json_string(r.info.glibc_tunables)
+    << ",\n  \"mpi_library\": " << json_string(r.info.mpi_library) << ",\n  \"chorus_env\": [";
+  for (size_t i = 0; i < r.info.chorus_env.size(); ++i) {
+    o << (i ? ", " : "") << json_string(r.info.chorus_env[i]);
+  }
+  o << "],\n  \"repeats\": " << r.options.repeats << ",\n  \"warmup\": " << r.options.warmup
+    << ",\n  \"latency_repeats\": " << r.options.latency_repeats << ",\n  \"allreduce\": [";
+  for (size_t i = 0; i < r.allreduce.size(); ++i) {
+    const AllreduceRow& row = r.allreduce[i];
+    o << (i ? "," : "") << "\n    {\"bytes\": " << row.bytes << ", \"chorus\": " << json_stats(row.chorus)
+      << ", \"mpi\": " << json_stats(row.mpi)
+      << ", \"chorus_algbw_Bps\": " << json_number(algbw(row.bytes, row.chorus.median))
+      << ", \"mpi_algbw_Bps\": " << json_number(algbw(row.bytes, row.mpi.median))
+      << ", \"chorus_busbw_Bps\": " << json_number(busbw(row.bytes, row.chorus.median, n))
+      << ", \"mpi_busbw_Bps\": " << json_number(busbw(row.bytes, row.mpi.median, n))
+      << ", \"ratio\": " << json_number(ratio(row.mpi.median, row.chorus.median)) << "}";
+  }
+  const SmallStepResult& s = r.small;
+  o << "\n  ],\n  \"small_tensors\": {\"tensors\": " << s.tensors << ", \"bytes_each\": " << s.bytes_each
+    << ", \"chorus\": " << json_stats(s.chorus) << ", \"mpi_separate\": " << json_stats(s.mpi_separate)
+    << ", \"mpi_fused_with_copies\": " << json_stats(s.mpi_fused)
+    << ", \"ratio_separate\": " << json_number(ratio(s.mpi_separate.median, s.chorus.median))
+    << ", \"ratio_fused\": " << json_number(ratio(s.mpi_fused.median, s.chorus.median)) << "},\n";
+  const LatencyResult& l = r.latency;
+  o << "  \"latency\": {\"bytes\": " << l.bytes << ", \"chorus\": " << json_stats(l.chorus)
+    << ", \"mpi\": " << json_stats(l.mpi)
+    << ", \"ratio\": " << json_number(ratio(l.mpi.median, l.chorus.median)) << "},\n";
+  o << "  \"idle_cpu\": ";
+  if (!r.idle.measured) {
+    o << "null\n}\n";
+  } else {
+    o << "{\"seconds\": " << json_number(r.idle.seconds) << ", \"percent_per_rank\": [";
+    for (size_t i = 0; i < r.idle.percent_per_rank.size(); ++i) {
+      o << (i ? ", " : "") << json_number(r.idle.percent_per_rank[i]);
+    }
+    o << "], \"max_percent\": " << json_number(r.idle.max_percent) << "}\n}\n";
+  }
+  std::ofstream file(path);
+  if (file) file << o.str();
+  if (!file) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace chorus_bench

@@ -1,0 +1,41 @@
+// chorus_bench's output on rank 0: a readable table on stdout and,
+// optionally, every figure as JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench_measure.h"
+#include "bench_options.h"
+
+namespace chorus_bench {
+
+struct RunInfo {
+  int ranks = 1;
+  std::string date;
+  std::string host;
+  std::string load_average;
+  std::string glibc_tunables;             // "(unset)" when not set
+  std::string mpi_library;                // first line of MPI_Get_library_version
+  std::vector<std::string> chorus_env;    // CHORUS_* variables in effect
+};
+
+struct Results {
+  RunInfo info;
+  Options options;
+  std::vector<AllreduceRow> allreduce;
+  SmallStepResult small;
+  LatencyResult latency;
+  IdleResult idle;
+};
+
+void print_header(const RunInfo& info, const Options& options);
+void print_allreduce(const std::vector<AllreduceRow>& rows, int ranks);
+void print_small_step(const SmallStepResult& small);
+void print_latency(const LatencyResult& latency);
+void print_idle(const IdleResult& idle);
+
+// False with `error` when the file cannot be written.
+bool write_json(const Results& results, const std::string& path, std::string* error);
+
+}  // namespace chorus_bench

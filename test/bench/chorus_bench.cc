@@ -1,0 +1,145 @@
+// chorus_bench: Chorus's allreduce against raw MPI_Allreduce in one run, on
+// the same buffers, alternating the two. Run it under mpirun (see
+// test/bench/run_bench.sh and the README). It measures:
+//   a. allreduce float32 sum of each --sizes size: time, busbw, ratio;
+//   b. a step of 200 allreduces of 4 KiB: Chorus (all submitted, then all
+//      waited) vs 200 MPI_Allreduce calls vs one MPI_Allreduce of the packed
+//      800 KiB (pack and unpack copies included);
+//   c. the latency of one 4 KiB allreduce, submit to wait;
+//   d. the CPU the process burns while idle (nothing queued, main thread
+//      asleep), as % of one core, per rank.
+// The application owns MPI here (MPI_THREAD_MULTIPLE), as a training program
+// that also makes its own MPI calls would.
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "bench_measure.h"
+#include "bench_options.h"
+#include "bench_report.h"
+#include "bench_util.h"
+#include "chorus/chorus.h"
+
+namespace chorus_bench {
+namespace {
+
+std::string mpi_library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(buf, &length);
+  std::string text(buf, static_cast<size_t>(length > 0 ? length : 0));
+  const size_t end = text.find_first_of("\n,");
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
+RunInfo run_info(int ranks) {
+  RunInfo info;
+  info.ranks = ranks;
+  info.date = local_date_time();
+  info.host = host_name();
+  info.load_average = load_average();
+  info.glibc_tunables = env_or("GLIBC_TUNABLES", "(unset)");
+  info.mpi_library = mpi_library_version();
+  info.chorus_env = chorus_environment();
+  return info;
+}
+
+// Every rank runs every measurement; rank 0 reports. Returns the exit code.
+int run(MPI_Comm comm, const Options& options) {
+  int rank = 0;
+  int ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  const bool report = rank == 0;
+  if (chorus::size() != ranks || chorus::rank() != rank) {
+    std::fprintf(stderr, "chorus_bench: rank %d: Chorus reports rank %d of %d, MPI rank %d of %d\n",
+                 rank, chorus::rank(), chorus::size(), rank, ranks);
+    return 1;
+  }
+
+  Results results;
+  results.options = options;
+  results.info = run_info(ranks);  // the load average before our own load
+  if (report) print_header(results.info, options);
+
+  Bench bench(comm, options);
+  std::string error;
+  if (!bench.prepare(&error)) {
+    std::fprintf(stderr, "chorus_bench: wrong result, no figures measured: %s\n", error.c_str());
+    return 1;
+  }
+  results.allreduce = bench.allreduce_sweep();
+  if (report) print_allreduce(results.allreduce, ranks);
+  results.small = bench.small_tensors_step();
+  if (report) print_small_step(results.small);
+  results.latency = bench.latency();
+  if (report) print_latency(results.latency);
+  results.idle = bench.idle_cpu();
+  if (report) print_idle(results.idle);
+
+  if (report && !options.json_path.empty()) {
+    if (!write_json(results, options.json_path, &error)) {
+      std::fprintf(stderr, "chorus_bench: %s\n", error.c_str());
+      return 1;
+    }
+    std::printf("\nJSON written to %s\n", options.json_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace chorus_bench
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "chorus_bench: MPI_Init_thread failed\n");
+    return 1;
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  chorus_bench::Options options;
+  std::string usage;
+  std::string error;
+  switch (chorus_bench::parse_options(argc, argv, &options, &usage, &error)) {
+    case chorus_bench::ParseResult::kHelp:
+      if (rank == 0) std::printf("%s", usage.c_str());
+      MPI_Finalize();
+      return 0;
+    case chorus_bench::ParseResult::kError:
+      if (rank == 0) std::fprintf(stderr, "chorus_bench: %s\n", error.c_str());
+      MPI_Finalize();
+      return 2;
+    case chorus_bench::ParseResult::kRun:
+      break;
+  }
+  if (provided < MPI_THREAD_MULTIPLE) {
+    if (rank == 0) {
+      std::fprintf(stderr, "chorus_bench: MPI provides thread level %d, not MPI_THREAD_MULTIPLE "
+                           "(raw MPI calls beside Chorus's background thread need it)\n", provided);
+    }
+    MPI_Finalize();
+    return 1;
+  }
+
+  // The benchmark's raw MPI calls use a communicator of their own.
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  int rc = 0;
+  try {
+    chorus::init();
+    rc = chorus_bench::run(comm, options);
+    chorus::shutdown();
+  } catch (const std::exception& e) {
+    // Other ranks may wait in a collective for this one: end the whole job.
+    std::fprintf(stderr, "chorus_bench: rank %d: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Comm_free(&comm);
+  MPI_Finalize();
+  return rc;
+}
