@@ -80,6 +80,8 @@ TEST(StallInspector, StopsTheJobWhenOneRankNeverSubmits) {
     const chorus::Status status =
         thrown_by([&] { (void)chorus::allreduce_async("stall.after", mine.tensor()); });
     EXPECT_FALSE(status.ok()) << "rank 1: allreduce_async accepted work after the stall shutdown";
+    const chorus::Status barrier = thrown_by([] { (void)chorus::barrier_async(); });
+    EXPECT_FALSE(barrier.ok()) << "rank 1: barrier_async accepted work after the stall shutdown";
   }
   test_barrier();
   shutdown_chorus();

@@ -4,7 +4,10 @@
 // the last rank to join on every rank, and afterwards the runtime works as
 // before, including a second round of joins with a different last rank.
 #include <deque>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/harness.h"
@@ -91,9 +94,29 @@ class Join : public ChorusSuite {
   // both forms are checked; returns the last joined rank (-1 on failure).
   int join_now() {
     if (rank() % 2 == 0) {
-      int last = -1;
-      EXPECT_TRUE(is_ok(thrown_by([&] { last = chorus::join(); })));
-      return last;
+      // join() has no timeout: run it on a thread so that a join that never
+      // completes fails the test instead of hanging the binary. If it times
+      // out, the suite's shutdown() fails the pending join and ends the thread.
+      struct Result {
+        chorus::Status status;
+        int last = -1;
+      };
+      auto promise = std::make_shared<std::promise<Result>>();
+      std::future<Result> future = promise->get_future();
+      std::thread joiner([promise] {
+        Result result;
+        result.status = thrown_by([&] { result.last = chorus::join(); });
+        promise->set_value(result);
+      });
+      if (future.wait_for(kWaitTimeout) != std::future_status::ready) {
+        joiner.detach();
+        ADD_FAILURE() << "join() did not return within " << kWaitTimeout.count() << " ms";
+        return -1;
+      }
+      joiner.join();
+      const Result result = future.get();
+      EXPECT_TRUE(is_ok(result.status));
+      return result.last;
     }
     Handle handle = submit([] { return chorus::join_async(); });
     const chorus::Status status = finish(handle);
@@ -129,7 +152,11 @@ TEST_F(Join, UnevenStepsThenJoinReturnsTheLastRankEverywhere) {
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     run_steps(round);
-    EXPECT_EQ(join_now(), last_to_join(round, size()));
+    const int last = join_now();
+    EXPECT_EQ(last, last_to_join(round, size()));
+    // After a failed join the runtime's state is unknown; waiting for more
+    // collectives would only add timeouts.
+    if (last < 0) return;
     expect_usable_after_join(round);
   }
 }
@@ -142,7 +169,7 @@ TEST_F(Join, EveryRankJoinsWithoutSteps) {
   EXPECT_LT(last, size());
   const std::vector<int> everyone = exchange(last);
   for (int r = 0; r < size(); ++r) EXPECT_EQ(everyone[static_cast<size_t>(r)], last) << "rank " << r;
-  expect_usable_after_join(2);
+  if (last >= 0) expect_usable_after_join(2);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // reused step after step (the steady-state cached path), including a change
 // of its shape, dtype and op under the same name.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <numeric>
@@ -169,6 +170,27 @@ std::vector<std::vector<uint8_t>> fusion_workload(bool* ok) {
   return results;
 }
 
+// Bit-for-bit equality of two float32 results; on failure says how many
+// elements differ and by how much, to tell reordered additions (last-bit
+// differences) from wrong data.
+::testing::AssertionResult same_floats(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << "sizes differ";
+  if (a == b) return ::testing::AssertionSuccess();
+  size_t differing = 0;
+  double largest = 0.0;
+  for (size_t i = 0; i + sizeof(float) <= a.size(); i += sizeof(float)) {
+    float x, y;
+    std::memcpy(&x, &a[i], sizeof(x));
+    std::memcpy(&y, &b[i], sizeof(y));
+    if (std::memcmp(&x, &y, sizeof(x)) != 0) {
+      ++differing;
+      largest = std::max(largest, static_cast<double>(std::fabs(x - y)));
+    }
+  }
+  return ::testing::AssertionFailure() << differing << " of " << a.size() / sizeof(float)
+                                       << " elements differ, by up to " << largest;
+}
+
 TEST_F(Configured, FusionOnAndOffGiveBitIdenticalFloat32Results) {
   std::vector<std::vector<uint8_t>> unfused, fused, partly_fused;
   bool ok = false;
@@ -191,8 +213,8 @@ TEST_F(Configured, FusionOnAndOffGiveBitIdenticalFloat32Results) {
   ASSERT_EQ(unfused.size(), fused.size());
   ASSERT_EQ(unfused.size(), partly_fused.size());
   for (size_t i = 0; i < unfused.size(); ++i) {
-    EXPECT_TRUE(unfused[i] == fused[i]) << "fusion." << i << " differs between threshold 0 and default";
-    EXPECT_TRUE(unfused[i] == partly_fused[i]) << "fusion." << i << " differs between threshold 0 and 16384";
+    EXPECT_TRUE(same_floats(unfused[i], fused[i])) << "fusion." << i << ": threshold 0 vs default";
+    EXPECT_TRUE(same_floats(unfused[i], partly_fused[i])) << "fusion." << i << ": threshold 0 vs 16384";
   }
 }
 

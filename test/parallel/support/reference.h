@@ -7,11 +7,18 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "chorus/types.h"
+
+namespace chorus {
+// Lets GoogleTest print "float16" instead of "1-byte object <04>" for the
+// dtype parameter of failed tests (found by argument-dependent lookup).
+inline void PrintTo(DataType dtype, std::ostream* out) { *out << dtype_name(dtype); }
+}  // namespace chorus
 
 namespace chorus_test {
 
