@@ -65,7 +65,12 @@ class RuntimeOwner {
   bool exit_hook_registered_ = false;
 };
 
-std::shared_ptr<Runtime> runtime() { return RuntimeOwner::instance().get(); }
+// The running runtime; throws when there is none or it has stopped.
+std::shared_ptr<Runtime> runtime() {
+  std::shared_ptr<Runtime> rt = RuntimeOwner::instance().get();
+  throw_if_error(rt->stopped_reason());
+  return rt;
+}
 
 Request base_request(const std::string& name, OpType op, const Tensor& tensor, int rank) {
   Request request;

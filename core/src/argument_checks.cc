@@ -88,6 +88,9 @@ Status check_root(const std::string& name, int root, int size) {
 Status check_alltoall_splits(const std::string& name, const Tensor& input, int size,
                              std::vector<int64_t>* splits) {
   CHORUS_RETURN_IF_ERROR(check_has_first_dim(name, "alltoall", input));
+  if (input.dtype == DataType::kBool) {
+    return invalid(name, "alltoall does not support bool tensors (only broadcast and allgather do)");
+  }
   const int64_t rows = input.shape[0];
   if (splits->empty()) {
     if (rows % size != 0) {

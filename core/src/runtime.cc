@@ -1,5 +1,7 @@
 #include "runtime.h"
 
+#include <pthread.h>
+
 #include "fusion_planner.h"
 #include "logging.h"
 
@@ -45,6 +47,7 @@ bool Runtime::has_local_work() const {
 }
 
 void Runtime::background_loop() {
+  pthread_setname_np(pthread_self(), "chorus-bg");
   while (true) {
     Status status = comm_->trigger()->wait_for_cycle([this] { return has_local_work(); }, &wake_,
                                                      controller_.next_deadline());
@@ -74,6 +77,7 @@ Status Runtime::run_cycle(bool* stop) {
   std::vector<Response> responses;
   CHORUS_RETURN_IF_ERROR(controller_.negotiate(std::move(requests), &responses));
   const auto negotiated = std::chrono::steady_clock::now();
+  CHORUS_LOG(kTrace, "cycle: " << responses.size() << " responses");
 
   // Everything negotiated runs, even in a shutdown cycle: it is ready on
   // every rank, so every rank runs it.

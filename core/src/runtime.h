@@ -39,6 +39,9 @@ class Runtime {
   // Hands entries to the background thread; fails if a name is in flight
   // or the runtime has stopped.
   Status enqueue(std::vector<TensorEntry> entries) { return queue_.add(std::move(entries)); }
+  // OK while running; once the runtime has stopped (a peer shut down, a
+  // stall, an internal error), why.
+  Status stopped_reason() const { return queue_.closed_reason(); }
   // Tells the other ranks this rank is leaving, stops the background thread
   // and releases communication. Idempotent.
   void shutdown();

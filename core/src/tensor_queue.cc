@@ -47,6 +47,11 @@ std::optional<TensorEntry> TensorQueue::take(const std::string& name) {
   return entry;
 }
 
+Status TensorQueue::closed_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return closed_;
+}
+
 std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   closed_ = reason;

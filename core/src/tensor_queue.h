@@ -31,6 +31,8 @@ class TensorQueue {
   std::optional<TensorEntry> take(const std::string& name);
   // Refuses further adds with `reason` and returns every entry still held.
   std::vector<TensorEntry> close(const Status& reason);
+  // OK while open, else the reason it was closed.
+  Status closed_reason() const;
 
  private:
   const int rank_;

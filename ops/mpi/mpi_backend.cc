@@ -36,6 +36,7 @@ MpiBackend::MpiBackend(MPI_Comm comm, const MpiTypes* types, int64_t count_limit
   init_status_ = mpi_status("MPI_Comm_set_errhandler", MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   if (init_status_.ok()) init_status_ = mpi_status("MPI_Comm_rank", MPI_Comm_rank(comm_, &rank_));
   if (init_status_.ok()) init_status_ = mpi_status("MPI_Comm_size", MPI_Comm_size(comm_, &size_));
+  if (init_status_.ok()) ordered_.emplace(comm_, types_, rank_, size_);
 }
 
 Status MpiBackend::check_dtype(const char* collective, DataType dtype) const {
@@ -107,10 +108,17 @@ Status MpiBackend::allreduce(const void* input, void* output, int64_t count, Dat
   const MPI_Op mpi_op = types_->op(dtype, op);
   const size_t element_size = dtype_size(dtype);
   const bool in_place = input == output;
+  const bool ordered = needs_ordered_reduction(dtype, op, size_) ||
+                       prefer_ordered_reduction(count * static_cast<int64_t>(element_size), size_);
   // Element i only ever combines with element i, so chunks are independent
   // allreduces and give the same result as one call.
   for (int64_t offset = 0; offset < count; offset += count_limit_) {
     const int n = static_cast<int>(std::min(count - offset, count_limit_));
+    if (ordered) {
+      CHORUS_RETURN_IF_ERROR(ordered_->allreduce(byte_offset(input, offset, element_size),
+                                                 byte_offset(output, offset, element_size), n, dtype, op));
+      continue;
+    }
     const void* send = in_place ? MPI_IN_PLACE : byte_offset(input, offset, element_size);
     CHORUS_RETURN_IF_ERROR(mpi_status(
         "MPI_Allreduce", MPI_Allreduce(send, byte_offset(output, offset, element_size), n, type, mpi_op, comm_)));
@@ -207,6 +215,10 @@ Status MpiBackend::reducescatter(const void* input, void* output, const std::vec
   if (mine > 0 && output == nullptr) return null_buffer("reducescatter", "output", mine);
   // MPI_IN_PLACE reads the whole input from the output buffer and leaves
   // this rank's block at its start: exactly the contract of backend.h.
+  if (needs_ordered_reduction(dtype, op, size_) ||
+      prefer_ordered_reduction(total * static_cast<int64_t>(dtype_size(dtype)), size_)) {
+    return ordered_->reduce_scatter(input, output, ints, displs, dtype, op);
+  }
   const void* send = input == output ? MPI_IN_PLACE : input;
   return mpi_status("MPI_Reduce_scatter", MPI_Reduce_scatter(send, output, ints.data(), types_->datatype(dtype),
                                                              types_->op(dtype, op), comm_));

@@ -17,11 +17,13 @@
 #include <mpi.h>
 
 #include <climits>
+#include <optional>
 #include <cstdint>
 #include <vector>
 
 #include "ops/backend.h"
 #include "ops/mpi/mpi_datatypes.h"
+#include "ops/mpi/ordered_reduction.h"
 
 namespace chorus {
 
@@ -62,7 +64,10 @@ class MpiBackend : public Backend {
   int64_t count_limit_;
   int rank_ = 0;
   int size_ = 0;
-  Status init_status_;  // a failure of the constructor's MPI calls, reported by every collective
+  Status init_status_;
+  // Floating-point sums and products on 3+ ranks, so that fused and unfused
+  // tensors get bit-identical results (see ordered_reduction.h).
+  std::optional<OrderedReduction> ordered_;  // set once rank and size are known  // a failure of the constructor's MPI calls, reported by every collective
 };
 
 }  // namespace chorus

@@ -13,9 +13,9 @@ namespace chorus {
 namespace {
 
 constexpr int kDoorbellTag = 1;
-// Right after asking for a cycle the answer comes within microseconds, so
-// poll without sleeping for this long; afterwards back off.
-constexpr std::chrono::microseconds kSpin{100};
+// Right after asking for a cycle the answer is on its way, so poll (yielding
+// the CPU) for this long before backing off: see mpi_request_wait.h.
+constexpr std::chrono::microseconds kSpin{2000};
 constexpr std::chrono::microseconds kFirstSleep{20};
 // An idle rank polls MPI this often: the latency seen by a peer that
 // starts a cycle while this rank has nothing to do, and the idle CPU cost.

@@ -1,9 +1,11 @@
-// Waiting for a non-blocking MPI request without burning a core: spin on
-// MPI_Test (yielding the CPU between tests) for a short window, because
-// peers in lockstep answer within microseconds, then sleep with exponential
-// backoff, because a peer that is late is usually late by much more. Ranks
-// are often oversubscribed on few cores, where a spinning waiter steals the
-// CPU from the very peer it waits for.
+// Waiting for a non-blocking MPI request that is part of a cycle in
+// progress: poll MPI_Test and yield the CPU between tests for a while, then
+// sleep with exponential backoff. Inside a cycle every peer is on its way,
+// so the wait is short when each rank has a core; when ranks are
+// oversubscribed, yielding hands the core to the very peer we wait for,
+// where a sleep would leave it idle for a whole timer tick. The sleeping
+// phase bounds the CPU a rank burns when a peer is late for longer (a peer
+// whose background thread was idle polls only every millisecond).
 #pragma once
 
 #include <mpi.h>
@@ -15,8 +17,8 @@
 namespace chorus {
 
 struct WaitPolicy {
-  std::chrono::microseconds spin{100};
-  std::chrono::microseconds first_sleep{20};
+  std::chrono::microseconds spin{2000};
+  std::chrono::microseconds first_sleep{50};
   std::chrono::microseconds max_sleep{1000};
 };
 
