@@ -6,7 +6,10 @@
 // coordinator's start signal.
 #pragma once
 
+#include <sched.h>
+
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 
@@ -15,15 +18,44 @@
 
 namespace chorus {
 
+// What the trigger needs to know about this rank's own work.
+struct LocalWork {
+  std::function<bool()> pending;        // something to negotiate
+  std::function<uint64_t()> arrivals;   // grows with every enqueue
+};
+
+// A framework thread usually enqueues a burst (the gradients of a backward
+// pass, a loop of allreduce_async calls) and wakes the background thread
+// with its first tensor. Starting the cycle at once would negotiate that one
+// tensor alone while the producer, competing with us for the CPU, slows
+// down. So wait, yielding, while the burst is still growing: until no tensor
+// arrived for `quiet`, or `longest` has passed. A lone tensor pays `quiet`.
+inline void settle_burst(const std::function<uint64_t()>& arrivals,
+                         std::chrono::microseconds quiet = std::chrono::microseconds(4),
+                         std::chrono::microseconds longest = std::chrono::microseconds(200)) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto last_change = start;
+  uint64_t seen = arrivals();
+  for (auto now = start; now - last_change < quiet && now - start < longest; now = Clock::now()) {
+    sched_yield();
+    const uint64_t count = arrivals();
+    if (count != seen) {
+      seen = count;
+      last_change = Clock::now();
+    }
+  }
+}
+
 class CycleTrigger {
  public:
   using Clock = std::chrono::steady_clock;
   virtual ~CycleTrigger() = default;
 
-  // Returns once every rank has started the next cycle. `has_local_work` is
-  // asked whenever `wake` fires (and after every poll); `timer` matters only
-  // on the coordinator.
-  virtual Status wait_for_cycle(const std::function<bool()>& has_local_work, WakeSignal* wake,
+  // Returns once every rank has started the next cycle. `work` is asked
+  // whenever `wake` fires (and after every poll); `timer` matters only on
+  // the coordinator.
+  virtual Status wait_for_cycle(const LocalWork& work, WakeSignal* wake,
                                 std::optional<Clock::time_point> timer) = 0;
 };
 

@@ -30,6 +30,16 @@ int64_t first_row_of_rank(int64_t rows, int size, int r) {
   return r * base + (r < extra ? r : extra);
 }
 
+// Marks every entry's handle, then wakes the waiters (see finish_member).
+void complete_all(std::vector<std::optional<TensorEntry>>& entries, const Status& status) {
+  std::vector<detail::HandleState*> done;
+  done.reserve(entries.size());
+  for (auto& entry : entries) {
+    if (entry && entry->handle->finish_member(status)) done.push_back(entry->handle.get());
+  }
+  for (detail::HandleState* handle : done) handle->notify_done();
+}
+
 }  // namespace
 
 Status allocate_output(TensorEntry& entry, const Shape& shape, Tensor* out) {
@@ -56,9 +66,7 @@ Status allocate_output(TensorEntry& entry, const Shape& shape, Tensor* out) {
 }
 
 Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::time_point negotiated) {
-  Entries entries;
-  entries.reserve(unit.size());
-  for (const Response& response : unit) entries.push_back(queue->take(response.name));
+  Entries entries = queue->take_all_of(unit);
   if (timeline_->enabled()) {
     for (size_t i = 0; i < unit.size(); ++i) {
       if (entries[i]) timeline_->span(unit[i].name, "NEGOTIATE", entries[i]->enqueued, negotiated);
@@ -69,10 +77,7 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
   const Response& first = unit.front();
   Status status;
   if (first.type == Response::Type::kError) {
-    status = Status::Mismatch(first.error_message);
-    for (auto& entry : entries) {
-      if (entry) entry->handle->complete_member(status);
-    }
+    complete_all(entries, Status::Mismatch(first.error_message));
     if (timeline_->enabled()) timeline_->instant(first.name, "ERROR");
     return Status::OK();
   }
@@ -112,9 +117,7 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
                                   response_type_name(first.type) + " response");
     }
   }
-  for (auto& entry : entries) {
-    if (entry) entry->handle->complete_member(status);
-  }
+  complete_all(entries, status);
   return status;
 }
 

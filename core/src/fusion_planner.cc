@@ -32,25 +32,26 @@ bool fusable(const Response& a, const Response& b) {
 // behind an incompatible or oversized one is not left in a unit of its own.
 // Units keep their members' relative order and are ordered by their first
 // member; the result is a pure function of the input, identical on all ranks.
-std::vector<ExecutionUnit> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes) {
+std::vector<ExecutionUnit> plan_fusion(std::vector<Response> responses, int64_t threshold_bytes) {
   std::vector<ExecutionUnit> units;
   std::vector<bool> taken(responses.size(), false);
   for (size_t i = 0; i < responses.size(); ++i) {
     if (taken[i]) continue;
     taken[i] = true;
-    const Response& head = responses[i];
-    ExecutionUnit unit{head};
-    if (threshold_bytes > 0 && fusable_type(head.type)) {
-      int64_t total = response_bytes(head);
+    ExecutionUnit unit;
+    unit.push_back(std::move(responses[i]));
+    // unit.front(), not a reference kept across push_back (which may move it).
+    if (threshold_bytes > 0 && fusable_type(unit.front().type)) {
+      int64_t total = response_bytes(unit.front());
       for (size_t j = i + 1; j < responses.size() && total <= threshold_bytes; ++j) {
         if (is_fence(responses[j].type)) break;
-        if (taken[j] || !fusable(head, responses[j])) continue;
+        if (taken[j] || !fusable(unit.front(), responses[j])) continue;
         const int64_t bytes = response_bytes(responses[j]);
         // Written as a subtraction so that huge sizes cannot overflow.
         if (bytes > threshold_bytes - total) continue;
         total += bytes;
         taken[j] = true;
-        unit.push_back(responses[j]);
+        unit.push_back(std::move(responses[j]));
       }
     }
     units.push_back(std::move(unit));

@@ -16,7 +16,8 @@ using ExecutionUnit = std::vector<Response>;
 
 // threshold_bytes == 0 disables fusion (one unit per response). A response
 // larger than the threshold runs alone.
-std::vector<ExecutionUnit> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes);
+// Takes the responses by value: they are moved into the units.
+std::vector<ExecutionUnit> plan_fusion(std::vector<Response> responses, int64_t threshold_bytes);
 
 // True when b may share a fused buffer with a.
 bool fusable(const Response& a, const Response& b);

@@ -5,15 +5,12 @@
 namespace chorus {
 namespace detail {
 
-void HandleState::complete_member(const Status& status) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (remaining_ == 0) return;
-    if (!status.ok() && status_.ok()) status_ = status;
-    --remaining_;
-    if (remaining_ > 0) return;
-  }
-  done_cv_.notify_all();
+bool HandleState::finish_member(const Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (remaining_ == 0) return false;
+  if (!status.ok() && status_.ok()) status_ = status;
+  --remaining_;
+  return remaining_ == 0;
 }
 
 void HandleState::set_output(const Tensor& output, std::shared_ptr<void> storage) {

@@ -25,7 +25,16 @@ class HandleState {
 
   // One member finished. The first error wins; the handle is done when every
   // member has finished.
-  void complete_member(const Status& status);
+  void complete_member(const Status& status) {
+    if (finish_member(status)) notify_done();
+  }
+  // complete_member() in two steps, so the runtime can mark a whole batch
+  // done before waking anyone: a waiter woken for the first handle of a batch
+  // then finds the others done instead of sleeping again on each (on few
+  // cores every such wake-up preempts the thread that completes the batch).
+  // Returns true when this made the handle done; then call notify_done().
+  bool finish_member(const Status& status);
+  void notify_done() { done_cv_.notify_all(); }
   // Results, set by the runtime before complete_member().
   void set_output(const Tensor& output, std::shared_ptr<void> storage);
   void set_received_splits(std::vector<int64_t> splits);

@@ -48,9 +48,9 @@ bool Runtime::has_local_work() const {
 
 void Runtime::background_loop() {
   pthread_setname_np(pthread_self(), "chorus-bg");
+  const LocalWork work{[this] { return has_local_work(); }, [this] { return queue_.arrivals(); }};
   while (true) {
-    Status status = comm_->trigger()->wait_for_cycle([this] { return has_local_work(); }, &wake_,
-                                                     controller_.next_deadline());
+    Status status = comm_->trigger()->wait_for_cycle(work, &wake_, controller_.next_deadline());
     bool stop = false;
     if (status.ok()) status = run_cycle(&stop);
     if (status.ok() && !stop) continue;
@@ -91,7 +91,7 @@ Status Runtime::run_cycle(bool* stop) {
       runnable.push_back(response);
     }
   }
-  for (const ExecutionUnit& unit : plan_fusion(runnable, config_.fusion_threshold_bytes)) {
+  for (const ExecutionUnit& unit : plan_fusion(std::move(runnable), config_.fusion_threshold_bytes)) {
     CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
   }
   if (shutdown != nullptr) {

@@ -41,7 +41,7 @@ class Runtime {
   Status enqueue(std::vector<TensorEntry> entries) { return queue_.add(std::move(entries)); }
   // OK while running; once the runtime has stopped (a peer shut down, a
   // stall, an internal error), why.
-  Status stopped_reason() const { return queue_.closed_reason(); }
+  Status stopped_reason() const { return queue_.closed() ? queue_.closed_reason() : Status::OK(); }
   // Tells the other ranks this rank is leaving, stops the background thread
   // and releases communication. Idempotent.
   void shutdown();

@@ -5,12 +5,14 @@
 // flight on this rank.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "message.h"
 #include "tensor_entry.h"
 #include "wake_signal.h"
 
@@ -23,16 +25,22 @@ class TensorQueue {
   // Adds all entries or none: fails if a name is already in flight (or
   // repeated within `entries`), or once the queue is closed.
   Status add(std::vector<TensorEntry> entries);
-  bool has_new() const;
+  bool has_new() const { return new_count_.load(std::memory_order_acquire) > 0; }
+  // How many tensors were ever added; lets the background thread see a
+  // burst of enqueues still growing without taking the lock.
+  uint64_t arrivals() const { return arrivals_.load(std::memory_order_relaxed); }
   // The requests added since the last call, in the order they were added.
   std::vector<Request> take_new_requests();
   // Removes the entry for `name`; nullopt when this rank has none (a
   // joined rank contributing zeros).
   std::optional<TensorEntry> take(const std::string& name);
+  // take() for each name, under one lock.
+  std::vector<std::optional<TensorEntry>> take_all_of(const std::vector<Response>& responses);
   // Refuses further adds with `reason` and returns every entry still held.
   std::vector<TensorEntry> close(const Status& reason);
   // OK while open, else the reason it was closed.
   Status closed_reason() const;
+  bool closed() const { return closed_flag_.load(std::memory_order_acquire); }
 
  private:
   const int rank_;
@@ -41,6 +49,9 @@ class TensorQueue {
   std::unordered_map<std::string, TensorEntry> in_flight_;
   std::vector<Request> new_requests_;
   Status closed_;  // ok while open
+  std::atomic<size_t> new_count_{0};
+  std::atomic<bool> closed_flag_{false};
+  std::atomic<uint64_t> arrivals_{0};
 };
 
 }  // namespace chorus

@@ -48,9 +48,9 @@ MpiCycleTrigger::~MpiCycleTrigger() {
   if (doorbell_send_ != MPI_REQUEST_NULL) MPI_Wait(&doorbell_send_, MPI_STATUS_IGNORE);
 }
 
-Status MpiCycleTrigger::wait_for_cycle(const std::function<bool()>& has_local_work, WakeSignal* wake,
+Status MpiCycleTrigger::wait_for_cycle(const LocalWork& work, WakeSignal* wake,
                                        std::optional<Clock::time_point> timer) {
-  return rank_ == 0 ? coordinator_wait(has_local_work, wake, timer) : worker_wait(has_local_work, wake);
+  return rank_ == 0 ? coordinator_wait(work, wake, timer) : worker_wait(work, wake);
 }
 
 Status MpiCycleTrigger::drain_doorbells(bool* requested) {
@@ -67,15 +67,17 @@ Status MpiCycleTrigger::drain_doorbells(bool* requested) {
   }
 }
 
-Status MpiCycleTrigger::coordinator_wait(const std::function<bool()>& has_local_work, WakeSignal* wake,
+Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, WakeSignal* wake,
                                          std::optional<Clock::time_point> timer) {
   auto sleep = kFirstSleep;
   while (true) {
-    bool requested = has_local_work();
+    const bool local = work.pending();
+    bool requested = local;
     CHORUS_RETURN_IF_ERROR(drain_doorbells(&requested));
     const auto now = Clock::now();
     if (timer && now >= *timer) requested = true;
     if (requested) {
+      if (local) settle_burst(work.arrivals);
       const auto earliest = last_start_ + std::chrono::duration_cast<Clock::duration>(min_interval_);
       if (now < earliest) std::this_thread::sleep_until(earliest);
       break;
@@ -98,7 +100,7 @@ Status MpiCycleTrigger::coordinator_wait(const std::function<bool()>& has_local_
   return Status::OK();
 }
 
-Status MpiCycleTrigger::worker_wait(const std::function<bool()>& has_local_work, WakeSignal* wake) {
+Status MpiCycleTrigger::worker_wait(const LocalWork& work, WakeSignal* wake) {
   if (start_recv_ == MPI_REQUEST_NULL) {
     int rc = MPI_Ibcast(&start_in_, 1, MPI_UINT64_T, 0, comm_, &start_recv_);
     if (rc != MPI_SUCCESS) return mpi_error("MPI_Ibcast (cycle start)", rc);
@@ -106,7 +108,8 @@ Status MpiCycleTrigger::worker_wait(const std::function<bool()>& has_local_work,
   auto spin_until = Clock::time_point{};
   auto sleep = kFirstSleep;
   while (true) {
-    if (!doorbell_sent_ && has_local_work()) {
+    if (!doorbell_sent_ && work.pending()) {
+      settle_burst(work.arrivals);
       if (doorbell_send_ != MPI_REQUEST_NULL) MPI_Wait(&doorbell_send_, MPI_STATUS_IGNORE);
       doorbell_out_ = next_cycle_;
       int rc = MPI_Isend(&doorbell_out_, 1, MPI_UINT64_T, 0, kDoorbellTag, comm_, &doorbell_send_);

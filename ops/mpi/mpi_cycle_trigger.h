@@ -25,13 +25,13 @@ class MpiCycleTrigger : public CycleTrigger {
   MpiCycleTrigger(MPI_Comm comm, double min_interval_ms);
   ~MpiCycleTrigger() override;
 
-  Status wait_for_cycle(const std::function<bool()>& has_local_work, WakeSignal* wake,
+  Status wait_for_cycle(const LocalWork& work, WakeSignal* wake,
                         std::optional<Clock::time_point> timer) override;
 
  private:
-  Status coordinator_wait(const std::function<bool()>& has_local_work, WakeSignal* wake,
+  Status coordinator_wait(const LocalWork& work, WakeSignal* wake,
                           std::optional<Clock::time_point> timer);
-  Status worker_wait(const std::function<bool()>& has_local_work, WakeSignal* wake);
+  Status worker_wait(const LocalWork& work, WakeSignal* wake);
   // Consumes arrived doorbells; true if one asks for the next cycle.
   Status drain_doorbells(bool* requested);
 
