@@ -1,0 +1,449 @@
+// The timeline of a real run: CHORUS_TIMELINE set on every rank, a few named
+// collectives (fused small allreduces, an unfused large one, an allgather and
+// a broadcast), then shutdown, after which rank 0's file must be a complete,
+// valid Chrome trace with one lane per tensor and the expected spans on each.
+// Also: only rank 0 opens the file, so the other ranks neither create a file
+// at their path nor fail init() when it is unwritable.
+//
+// Not tested here: an unwritable CHORUS_TIMELINE on rank 0. Rank 0's init()
+// then fails after the other ranks' init() has succeeded (the file is opened
+// after communication is set up), and their shutdown() never returns: their
+// background threads wait, without a timeout, for a cycle start from a
+// coordinator that is gone. Such a test would hang the job.
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "json_validator.h"
+#include "support/harness.h"
+#include "support/reference.h"
+
+namespace chorus_test {
+namespace {
+
+using chorus::Handle;
+using chorus::Status;
+using chorus::Tensor;
+
+constexpr uint64_t kSeed = 0x7173;
+constexpr int kSmallTensors = 4;
+// Bytes: less than the large allreduce (kLargeElements float32s), so it
+// always runs alone, and more than the small ones (a few hundred bytes
+// together), so they always fit in one fusion unit.
+constexpr const char* kFusionThreshold = "65536";
+constexpr int64_t kLargeElements = int64_t{1} << 16;
+
+std::string temp_dir() {
+  const char* dir = std::getenv("TMPDIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/tmp";
+}
+
+bool file_exists(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string trim(const std::string& text) {
+  const size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  const size_t end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+// The top-level items of `text`, a JSON array or object that JsonValidator
+// accepted (so no syntax checks here): array elements, or "key": value
+// members of an object, as raw text.
+std::vector<std::string> top_level_items(const std::string& text) {
+  std::vector<std::string> items;
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  size_t start = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      const std::string item = trim(text.substr(start, i - start));
+      if (!item.empty()) items.push_back(item);
+    } else if (c == ',' && depth == 1) {
+      items.push_back(trim(text.substr(start, i - start)));
+      start = i + 1;
+    }
+  }
+  return items;
+}
+
+// The members of a JSON object (raw value text by key; keys have no escapes
+// in a Chorus trace). Empty when `text` is not an object.
+std::map<std::string, std::string> members_of(const std::string& text) {
+  std::map<std::string, std::string> members;
+  if (text.empty() || text.front() != '{') return members;
+  for (const std::string& item : top_level_items(text)) {
+    const size_t key_end = item.find('"', 1);
+    const size_t colon = item.find(':', key_end);
+    if (item.front() != '"' || key_end == std::string::npos || colon == std::string::npos) continue;
+    members[item.substr(1, key_end - 1)] = trim(item.substr(colon + 1));
+  }
+  return members;
+}
+
+std::string quoted(const std::string& text) { return "\"" + text + "\""; }
+
+// A number member, or -1 when it is missing or not a plain number.
+double number_of(const std::map<std::string, std::string>& members, const std::string& key) {
+  const auto found = members.find(key);
+  if (found == members.end() || found->second.empty()) return -1.0;
+  char* end = nullptr;
+  const double value = std::strtod(found->second.c_str(), &end);
+  return *end == '\0' ? value : -1.0;
+}
+
+struct Span {
+  double ts = 0.0;
+  double dur = 0.0;
+  std::string args;  // raw object text, empty when the span has none
+};
+
+// The spans of each tensor's lane, by activity name.
+using Lanes = std::map<std::string, std::multimap<std::string, Span>>;
+
+// Checks the overall shape of a trace (an array of trace events, each with
+// the fields a viewer needs, every "X" span with non-negative ts and dur, one
+// thread_name event per lane) and returns the spans by tensor.
+Lanes parse_trace(const std::string& text) {
+  Lanes lanes;
+  {
+    JsonValidator validator(text);
+    EXPECT_TRUE(validator.validate()) << validator.error() << "\n" << text;
+    if (!validator.error().empty()) return lanes;
+  }
+  const std::string body = trim(text);
+  EXPECT_EQ(body.front(), '[') << "the trace is not a JSON array";
+  if (body.front() != '[') return lanes;
+
+  std::map<std::string, std::string> lane_names;  // raw tid -> raw tensor name
+  std::vector<std::map<std::string, std::string>> spans;
+  for (const std::string& item : top_level_items(body)) {
+    const auto event = members_of(item);
+    if (event.empty()) {
+      ADD_FAILURE() << "not a trace event object: " << item;
+      continue;
+    }
+    for (const char* field : {"name", "ph", "pid", "tid"}) {
+      EXPECT_EQ(event.count(field), 1u) << "no \"" << field << "\": " << item;
+    }
+    if (event.count("ph") == 0 || event.count("tid") == 0) continue;
+    EXPECT_EQ(event.at("pid"), "0") << item;
+    const std::string& ph = event.at("ph");
+    if (ph == quoted("M")) {
+      EXPECT_EQ(event.at("name"), quoted("thread_name")) << item;
+      const auto args = members_of(event.count("args") ? event.at("args") : "");
+      if (args.count("name") != 1) {
+        ADD_FAILURE() << "a metadata event without a lane name: " << item;
+        continue;
+      }
+      EXPECT_TRUE(lane_names.emplace(event.at("tid"), args.at("name")).second)
+          << "two thread_name events for lane " << event.at("tid");
+    } else if (ph == quoted("X")) {
+      EXPECT_GE(number_of(event, "ts"), 0.0) << item;
+      EXPECT_GE(number_of(event, "dur"), 0.0) << item;
+      spans.push_back(event);
+    } else {
+      ADD_FAILURE() << "unexpected event (a successful run has only spans and lane names): " << item;
+    }
+  }
+
+  std::set<std::string> tensors;
+  for (const auto& [tid, name] : lane_names) {
+    EXPECT_TRUE(tensors.insert(name).second) << "two lanes named " << name;
+  }
+  for (const auto& event : spans) {
+    const auto lane = lane_names.find(event.at("tid"));
+    if (lane == lane_names.end()) {
+      ADD_FAILURE() << "a span on lane " << event.at("tid") << ", which has no thread_name event";
+      continue;
+    }
+    const std::string& raw = lane->second;
+    const std::string tensor = raw.size() >= 2 ? raw.substr(1, raw.size() - 2) : raw;
+    std::string name = event.at("name");
+    name = name.size() >= 2 ? name.substr(1, name.size() - 2) : name;
+    lanes[tensor].emplace(name, Span{number_of(event, "ts"), number_of(event, "dur"),
+                                     event.count("args") ? event.at("args") : ""});
+  }
+  return lanes;
+}
+
+// The one span `activity` on `tensor`'s lane (a failure when there is not
+// exactly one).
+const Span* the_span(const Lanes& lanes, const std::string& tensor, const std::string& activity) {
+  const auto lane = lanes.find(tensor);
+  if (lane == lanes.end()) {
+    ADD_FAILURE() << "no lane for '" << tensor << "'";
+    return nullptr;
+  }
+  const size_t n = lane->second.count(activity);
+  if (n != 1) {
+    ADD_FAILURE() << "'" << tensor << "': " << n << " " << activity << " spans, expected 1";
+    return nullptr;
+  }
+  return &lane->second.find(activity)->second;
+}
+
+// The activities on `tensor`'s lane, in name order.
+std::multiset<std::string> activities(const Lanes& lanes, const std::string& tensor) {
+  std::multiset<std::string> names;
+  const auto lane = lanes.find(tensor);
+  if (lane != lanes.end()) {
+    for (const auto& [name, span] : lane->second) names.insert(name);
+  }
+  return names;
+}
+
+// Spans of one collective follow each other: each starts no earlier than the
+// previous one (timestamps are rounded to 1 ns, so the end of one may exceed
+// the start of the next by that much).
+void expect_in_order(const std::string& tensor, const std::vector<const Span*>& order,
+                     const std::vector<std::string>& names) {
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (order[i - 1] == nullptr || order[i] == nullptr) continue;
+    EXPECT_LE(order[i - 1]->ts, order[i]->ts) << tensor << ": " << names[i - 1] << " before " << names[i];
+    EXPECT_LE(order[i - 1]->ts + order[i - 1]->dur, order[i]->ts + 0.002)
+        << tensor << ": " << names[i - 1] << " ends before " << names[i] << " starts";
+  }
+}
+
+std::string small_name(int i) { return "timeline.small." + std::to_string(i); }
+const std::string kLarge = "timeline.large";
+const std::string kGather = "timeline.gather";
+const std::string kBroadcast = "timeline.bcast";
+
+TEST(TimelineRun, RankZeroWritesACompleteTraceOfTheRun) {
+  const std::string path = temp_dir() + "/" + shared_token() + ".timeline.json";
+  ScopedEnv env({{"CHORUS_TIMELINE", path.c_str()}, {"CHORUS_FUSION_THRESHOLD", kFusionThreshold}});
+  ASSERT_TRUE(init_chorus());
+  const int rank = world_rank();
+  const int size = world_size();
+  chorus::AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+
+  // Small allreduces, submitted so that they always fuse: the other ranks
+  // submit them first; rank 0 submits all of them while its background
+  // thread is held inside the allgather's output allocator, so they reach
+  // its next negotiation cycle together and become ready at once.
+  std::vector<std::vector<Buffer>> small_inputs;
+  std::vector<Buffer> small(kSmallTensors);
+  std::vector<Handle> small_handles(kSmallTensors);
+  for (int i = 0; i < kSmallTensors; ++i) {
+    small_inputs.push_back(make_inputs(DataType::kFloat32, {8 + i}, size, i, kSeed));
+    small[static_cast<size_t>(i)] = small_inputs.back()[static_cast<size_t>(rank)];
+  }
+  auto submit_small = [&] {
+    for (int i = 0; i < kSmallTensors; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      small_handles[k] =
+          submit([&] { return chorus::allreduce_async(small_name(i), small[k].tensor(), sum); });
+    }
+  };
+  if (rank != 0) submit_small();
+  test_barrier();
+
+  // Ranks contribute different numbers of rows.
+  std::vector<Buffer> gather_inputs;
+  for (int r = 0; r < size; ++r) {
+    gather_inputs.push_back(make_input(DataType::kInt32, {1 + r % 2, 3}, r, 10, kSeed));
+  }
+  Buffer gather_in = gather_inputs[static_cast<size_t>(rank)];
+  Buffer gathered;
+  std::atomic<bool> in_allocator{false};
+  std::atomic<bool> released{false};
+  chorus::OutputAllocator hold = [&](const Shape& shape, DataType dtype, chorus::Device device,
+                                     Tensor* out) {
+    in_allocator = true;
+    const bool ok = eventually([&] { return released.load(); }, std::chrono::seconds(20));
+    gathered = Buffer(dtype, shape);
+    *out = Tensor(gathered.data(), dtype, shape, device);
+    return ok ? Status::OK() : Status::Internal("test: the allocator was never released");
+  };
+  Handle gather = submit([&] {
+    return chorus::allgather_async(kGather, gather_in.tensor(), rank == 0 ? hold : chorus::OutputAllocator());
+  });
+  if (rank == 0) {
+    EXPECT_TRUE(eventually([&] { return in_allocator.load(); }, std::chrono::seconds(20)))
+        << "the allgather's allocator never ran";
+    submit_small();
+    released = true;  // always, so the allocator (which uses this frame) returns
+  }
+
+  const auto large_inputs = make_inputs(DataType::kFloat32, {kLargeElements}, size, 20, kSeed);
+  Buffer large = large_inputs[static_cast<size_t>(rank)];
+  Handle large_handle = submit([&] { return chorus::allreduce_async(kLarge, large.tensor(), sum); });
+  const int root = size - 1;
+  const auto bcast_inputs = make_inputs(DataType::kFloat64, {5}, size, 30, kSeed);
+  Buffer bcast = bcast_inputs[static_cast<size_t>(rank)];
+  Handle bcast_handle = submit([&] { return chorus::broadcast_async(kBroadcast, bcast.tensor(), root); });
+
+  EXPECT_DONE(gather);
+  for (int i = 0; i < kSmallTensors; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    EXPECT_DONE(small_handles[k]);
+    EXPECT_TRUE(matches(small[k].tensor(), reference_reduce(small_inputs[k], ReduceOp::kSum)))
+        << small_name(i);
+  }
+  EXPECT_DONE(large_handle);
+  EXPECT_DONE(bcast_handle);
+  EXPECT_TRUE(matches(large.tensor(), reference_reduce(large_inputs, ReduceOp::kSum)));
+  EXPECT_TRUE(same_bytes(bcast.tensor(), bcast_inputs[static_cast<size_t>(root)]));
+  const Buffer expected_gather = reference_allgather(gather_inputs);
+  if (rank == 0) {
+    EXPECT_TRUE(same_bytes(gathered.tensor(), expected_gather));
+  } else if (gather.test() && gather.status().ok()) {
+    EXPECT_TRUE(same_bytes(gather.output(), expected_gather));
+  }
+
+  shutdown_chorus();  // the file is complete once the runtime has stopped
+  bool existed = false;
+  std::string text;
+  if (rank == 0) {
+    existed = file_exists(path);
+    text = read_file(path);
+    std::remove(path.c_str());
+  }
+  test_barrier();
+  if (rank != 0) return;
+  ASSERT_TRUE(existed) << path;
+  const Lanes lanes = parse_trace(text);
+  if (::testing::Test::HasFailure()) return;  // the details below would only repeat it
+
+  std::set<std::string> expected_lanes = {kLarge, kGather, kBroadcast};
+  for (int i = 0; i < kSmallTensors; ++i) expected_lanes.insert(small_name(i));
+  std::set<std::string> actual_lanes;
+  for (const auto& [tensor, spans] : lanes) actual_lanes.insert(tensor);
+  EXPECT_EQ(actual_lanes, expected_lanes);
+
+  for (int i = 0; i < kSmallTensors; ++i) {
+    const std::string name = small_name(i);
+    const std::vector<std::string> order = {"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES",
+                                            "MEMCPY_IN_FUSION_BUFFER", "ALLREDUCE",
+                                            "MEMCPY_OUT_FUSION_BUFFER"};
+    EXPECT_EQ(activities(lanes, name), std::multiset<std::string>(order.begin(), order.end())) << name;
+    std::vector<const Span*> spans;
+    for (const std::string& activity : order) spans.push_back(the_span(lanes, name, activity));
+    expect_in_order(name, spans, order);
+    if (spans[3] != nullptr) {
+      EXPECT_EQ(members_of(spans[3]->args), (std::map<std::string, std::string>{{"fused_tensors", "4"}}))
+          << name << " ALLREDUCE args: " << spans[3]->args;
+    }
+  }
+
+  const std::vector<std::string> large_order = {"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"};
+  EXPECT_EQ(activities(lanes, kLarge), std::multiset<std::string>(large_order.begin(), large_order.end()))
+      << "an allreduce larger than the fusion threshold runs alone, without the fusion buffer";
+  expect_in_order(kLarge, {the_span(lanes, kLarge, "NEGOTIATE"), the_span(lanes, kLarge, "ALLREDUCE")},
+                  {"NEGOTIATE", "ALLREDUCE"});
+
+  EXPECT_EQ(activities(lanes, kGather),
+            (std::multiset<std::string>{"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLGATHER"}));
+  expect_in_order(kGather, {the_span(lanes, kGather, "NEGOTIATE"), the_span(lanes, kGather, "ALLGATHER")},
+                  {"NEGOTIATE", "ALLGATHER"});
+  EXPECT_EQ(activities(lanes, kBroadcast),
+            (std::multiset<std::string>{"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "BROADCAST"}));
+  expect_in_order(kBroadcast,
+                  {the_span(lanes, kBroadcast, "NEGOTIATE"), the_span(lanes, kBroadcast, "BROADCAST")},
+                  {"NEGOTIATE", "BROADCAST"});
+  if (::testing::Test::HasFailure()) std::fprintf(stderr, "the trace:\n%s\n", text.c_str());
+}
+
+// Every rank's path differs; only rank 0's file may exist after the run.
+TEST(TimelineRun, OnlyRankZeroCreatesTheFile) {
+  const int rank = world_rank();
+  const std::string stem = temp_dir() + "/" + shared_token() + ".only0";
+  auto path_of = [&](int r) { return stem + ".rank" + std::to_string(r) + ".json"; };
+  const std::string mine = path_of(rank);
+  ScopedEnv env("CHORUS_TIMELINE", mine.c_str());
+  ASSERT_TRUE(init_chorus());
+  Buffer data = make_input(DataType::kFloat32, {4}, rank, 40, kSeed);
+  Handle handle = submit([&] { return chorus::allreduce_async("timeline.only0", data.tensor()); });
+  EXPECT_DONE(handle);
+  shutdown_chorus();
+  test_barrier();  // every rank has shut down: no file can appear any more
+  if (rank == 0) {
+    const std::string text = read_file(mine);
+    const Lanes lanes = parse_trace(text);
+    EXPECT_EQ(activities(lanes, "timeline.only0"),
+              (std::multiset<std::string>{"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}))
+        << text;
+    for (int r = 1; r < world_size(); ++r) EXPECT_FALSE(file_exists(path_of(r))) << path_of(r);
+    std::remove(mine.c_str());
+  } else {
+    EXPECT_FALSE(file_exists(mine)) << "rank " << rank << " created " << mine;
+    std::remove(mine.c_str());
+  }
+  test_barrier();
+}
+
+// The other ranks never open their CHORUS_TIMELINE, so an unwritable one does
+// not fail their init().
+TEST(TimelineRun, OtherRanksIgnoreAnUnwritablePath) {
+  const int rank = world_rank();
+  const std::string token = shared_token();
+  const std::string path = rank == 0 ? temp_dir() + "/" + token + ".unwritable_elsewhere.json"
+                                     : "/nonexistent-chorus-dir/" + token + "/trace.json";
+  ScopedEnv env("CHORUS_TIMELINE", path.c_str());
+  const ::testing::AssertionResult started = init_chorus();
+  EXPECT_TRUE(started);
+  // If a rank's init() failed while the others' succeeded, their runtimes
+  // could not shut down (they would wait for that rank forever): fail fast.
+  for (int ok : exchange(started ? 1 : 0)) {
+    if (!ok) {
+      std::fprintf(stderr, "rank %d: init() failed on some rank while others started; aborting\n", rank);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  }
+  Buffer data = make_input(DataType::kFloat32, {4}, rank, 50, kSeed);
+  Handle handle = submit([&] { return chorus::allreduce_async("timeline.elsewhere", data.tensor()); });
+  EXPECT_DONE(handle);
+  shutdown_chorus();
+  if (rank == 0) {
+    const std::string text = read_file(path);
+    EXPECT_EQ(activities(parse_trace(text), "timeline.elsewhere"),
+              (std::multiset<std::string>{"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}))
+        << text;
+    std::remove(path.c_str());
+  }
+  test_barrier();
+}
+
+}  // namespace
+}  // namespace chorus_test
