@@ -1,0 +1,397 @@
+#include "chorus/handle.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "handle_state.h"
+
+namespace chorus {
+namespace {
+
+using detail::HandleState;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// Runs `call` and returns the chorus::Error it throws; fails if it throws
+// nothing.
+template <typename Call>
+Error error_from(Call&& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error;
+  }
+  ADD_FAILURE() << "expected a chorus::Error";
+  return Error(Status::Internal("no error was thrown"));
+}
+
+// ---------------------------------------------------------------------------
+// HandleState
+
+TEST(HandleStateTest, SingleMemberIsDoneAfterItsCompletion) {
+  HandleState state("grad.w", 1);
+  EXPECT_EQ(state.name(), "grad.w");
+  EXPECT_FALSE(state.done());
+  EXPECT_EQ(state.status().code(), StatusCode::kInProgress);
+  EXPECT_NE(state.status().message().find("grad.w"), std::string::npos) << state.status().message();
+
+  state.complete_member(Status::OK());
+  EXPECT_TRUE(state.done());
+  EXPECT_TRUE(state.status().ok());
+  EXPECT_TRUE(state.wait().ok());
+}
+
+TEST(HandleStateTest, GroupIsDoneOnlyAfterEveryMember) {
+  HandleState state("group", 3);
+  state.complete_member(Status::OK());
+  EXPECT_FALSE(state.done());
+  EXPECT_EQ(state.status().code(), StatusCode::kInProgress);
+  state.complete_member(Status::OK());
+  EXPECT_FALSE(state.done());
+  EXPECT_EQ(state.status().code(), StatusCode::kInProgress);
+  state.complete_member(Status::OK());
+  EXPECT_TRUE(state.done());
+  EXPECT_TRUE(state.status().ok());
+}
+
+TEST(HandleStateTest, FirstErrorWins) {
+  HandleState state("group", 4);
+  state.complete_member(Status::OK());
+  state.complete_member(Status::Mismatch("first error"));
+  // A failed member does not finish the group early.
+  EXPECT_FALSE(state.done());
+  EXPECT_EQ(state.status().code(), StatusCode::kInProgress);
+  state.complete_member(Status::Internal("second error"));
+  state.complete_member(Status::OK());
+  ASSERT_TRUE(state.done());
+  EXPECT_EQ(state.status().code(), StatusCode::kMismatch);
+  EXPECT_EQ(state.status().message(), "first error");
+  EXPECT_EQ(state.wait().message(), "first error");
+}
+
+TEST(HandleStateTest, ErrorOfTheLastMemberIsKept) {
+  HandleState state("group", 2);
+  state.complete_member(Status::OK());
+  state.complete_member(Status::Timeout("last one timed out"));
+  EXPECT_EQ(state.status().code(), StatusCode::kTimeout);
+  EXPECT_EQ(state.status().message(), "last one timed out");
+}
+
+TEST(HandleStateTest, FinishMemberReportsOnlyTheCompletionThatMadeItDone) {
+  HandleState state("group", 2);
+  EXPECT_FALSE(state.finish_member(Status::OK()));
+  EXPECT_FALSE(state.done());
+  EXPECT_TRUE(state.finish_member(Status::OK()));
+  EXPECT_TRUE(state.done());
+  // A completion beyond the member count neither counts nor changes the result.
+  EXPECT_FALSE(state.finish_member(Status::Internal("late")));
+  EXPECT_TRUE(state.status().ok());
+}
+
+TEST(HandleStateTest, BatchIsDoneBeforeAnyoneIsNotified) {
+  // The runtime finishes a batch of handles first and notifies afterwards.
+  HandleState a("a", 1);
+  HandleState b("b", 2);
+  HandleState c("c", 1);
+
+  std::promise<void> started;
+  auto waiter = std::async(std::launch::async, [&] {
+    started.set_value();
+    const Status status = a.wait();
+    // By the time the first handle's waiter runs, the whole batch is done.
+    return std::make_pair(status, b.done() && c.done());
+  });
+  started.get_future().wait();
+  std::this_thread::sleep_for(milliseconds(20));
+
+  // `a` is finished last, so whenever its waiter returns (even on a spurious
+  // wake-up) the rest of the batch must already be done.
+  EXPECT_FALSE(b.finish_member(Status::OK()));
+  EXPECT_TRUE(b.finish_member(Status::OK()));
+  EXPECT_TRUE(c.finish_member(Status::OK()));
+  EXPECT_TRUE(a.finish_member(Status::Shutdown("batch error")));
+  // Done (and readable without blocking) before notify_done().
+  EXPECT_TRUE(a.done());
+  EXPECT_TRUE(b.done());
+  EXPECT_TRUE(c.done());
+  EXPECT_EQ(a.status().code(), StatusCode::kShutdown);
+  EXPECT_TRUE(b.wait_until(steady_clock::now()).ok());
+  EXPECT_TRUE(c.wait().ok());
+
+  a.notify_done();
+  b.notify_done();
+  c.notify_done();
+  const bool woke = waiter.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  if (!woke) a.notify_done();  // let the waiter finish so the test can end
+  ASSERT_TRUE(woke) << "notify_done() did not wake the waiter";
+  const auto [status, batch_done] = waiter.get();
+  EXPECT_EQ(status.code(), StatusCode::kShutdown);
+  EXPECT_EQ(status.message(), "batch error");
+  EXPECT_TRUE(batch_done);
+}
+
+TEST(HandleStateTest, WaitUntilReturnsInProgressAtTheDeadlineWhileNotDone) {
+  HandleState state("slow", 2);
+  state.complete_member(Status::OK());
+  const auto start = steady_clock::now();
+  const Status status = state.wait_until(start + milliseconds(30));
+  const auto waited = steady_clock::now() - start;
+  EXPECT_EQ(status.code(), StatusCode::kInProgress);
+  EXPECT_NE(status.message().find("slow"), std::string::npos) << status.message();
+  EXPECT_GE(waited, milliseconds(30));
+  EXPECT_FALSE(state.done());
+
+  // A deadline in the past does not block either.
+  EXPECT_EQ(state.wait_until(start).code(), StatusCode::kInProgress);
+
+  state.complete_member(Status::Aborted("stopped"));
+  const Status done = state.wait_until(steady_clock::now() + std::chrono::seconds(30));
+  EXPECT_EQ(done.code(), StatusCode::kAborted);
+  EXPECT_EQ(done.message(), "stopped");
+}
+
+TEST(HandleStateTest, ResultsKeepTheLastValueSet) {
+  HandleState state("r", 1);
+  EXPECT_EQ(state.last_joined_rank(), -1);
+  EXPECT_TRUE(state.received_splits().empty());
+  EXPECT_EQ(state.output().data, nullptr);
+  state.set_last_joined_rank(1);
+  state.set_last_joined_rank(4);
+  state.set_received_splits({1, 2});
+  state.set_received_splits({3, 0, 5});
+  EXPECT_EQ(state.last_joined_rank(), 4);
+  EXPECT_EQ(state.received_splits(), (std::vector<int64_t>{3, 0, 5}));
+}
+
+// ---------------------------------------------------------------------------
+// chorus::Handle
+
+TEST(HandleTest, DefaultConstructedHandleThrowsAClearError) {
+  Handle handle;
+  EXPECT_FALSE(handle.valid());
+  EXPECT_EQ(handle.name(), "");
+
+  const Error error = error_from([&] { handle.wait(); });
+  EXPECT_EQ(error.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(error.what()).find("empty"), std::string::npos) << error.what();
+  EXPECT_NE(std::string(error.what()).find("default-constructed"), std::string::npos) << error.what();
+
+  EXPECT_EQ(error_from([&] { (void)handle.wait_for(milliseconds(1)); }).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error_from([&] { (void)handle.test(); }).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error_from([&] { (void)handle.poll(); }).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error_from([&] { (void)handle.status(); }).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error_from([&] { (void)handle.output(); }).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(HandleTest, NameAndValidity) {
+  Handle handle(std::make_shared<HandleState>("layer1.bias", 1));
+  EXPECT_TRUE(handle.valid());
+  EXPECT_EQ(handle.name(), "layer1.bias");
+}
+
+TEST(HandleTest, StatusTestAndPollBeforeAndAfterSuccess) {
+  auto state = std::make_shared<HandleState>("t", 1);
+  Handle handle(state);
+  EXPECT_FALSE(handle.test());
+  EXPECT_FALSE(handle.poll());
+  EXPECT_EQ(handle.status().code(), StatusCode::kInProgress);
+
+  state->complete_member(Status::OK());
+  EXPECT_TRUE(handle.test());
+  EXPECT_TRUE(handle.poll());
+  EXPECT_EQ(handle.status().code(), StatusCode::kOk);
+  EXPECT_NO_THROW(handle.wait());
+}
+
+TEST(HandleTest, WaitThrowsTheFailureMessage) {
+  auto state = std::make_shared<HandleState>("t", 1);
+  Handle handle(state);
+  state->complete_member(Status::Mismatch("ranks disagree about 't': shape [4] vs [5]"));
+
+  // Failed is still done.
+  EXPECT_TRUE(handle.test());
+  EXPECT_TRUE(handle.poll());
+  EXPECT_EQ(handle.status().code(), StatusCode::kMismatch);
+  EXPECT_EQ(handle.status().message(), "ranks disagree about 't': shape [4] vs [5]");
+
+  const Error error = error_from([&] { handle.wait(); });
+  EXPECT_EQ(error.code(), StatusCode::kMismatch);
+  EXPECT_STREQ(error.what(), "ranks disagree about 't': shape [4] vs [5]");
+
+  const Error timed = error_from([&] { (void)handle.wait_for(milliseconds(100)); });
+  EXPECT_EQ(timed.code(), StatusCode::kMismatch);
+  EXPECT_STREQ(timed.what(), "ranks disagree about 't': shape [4] vs [5]");
+
+  // Results of a failed collective are not handed out.
+  EXPECT_STREQ(error_from([&] { (void)handle.output(); }).what(), "ranks disagree about 't': shape [4] vs [5]");
+  EXPECT_EQ(error_from([&] { (void)handle.received_splits(); }).code(), StatusCode::kMismatch);
+  EXPECT_EQ(error_from([&] { (void)handle.last_joined_rank(); }).code(), StatusCode::kMismatch);
+}
+
+TEST(HandleTest, WaitForReturnsFalseUntilDoneThenTrue) {
+  auto state = std::make_shared<HandleState>("t", 1);
+  Handle handle(state);
+  const auto start = steady_clock::now();
+  EXPECT_FALSE(handle.wait_for(milliseconds(25)));
+  EXPECT_GE(steady_clock::now() - start, milliseconds(25));
+  EXPECT_FALSE(handle.wait_for(milliseconds(0)));
+
+  state->complete_member(Status::OK());
+  EXPECT_TRUE(handle.wait_for(milliseconds(0)));
+  EXPECT_TRUE(handle.wait_for(std::chrono::seconds(30)));
+}
+
+TEST(HandleTest, ResultsAreReadableOnlyAfterSuccessfulCompletion) {
+  auto state = std::make_shared<HandleState>("gathered", 1);
+  Handle handle(state);
+
+  auto storage = std::make_shared<std::vector<float>>(std::vector<float>{1.5f, -2.0f, 3.25f, 4.0f, 5.0f, 6.5f});
+  std::weak_ptr<std::vector<float>> watch = storage;
+  state->set_output(Tensor(storage->data(), DataType::kFloat32, Shape{3, 2}), storage);
+  state->set_received_splits({2, 0, 1});
+  state->set_last_joined_rank(3);
+  storage.reset();
+  // The handle keeps the output's storage alive.
+  EXPECT_FALSE(watch.expired());
+
+  // Not done yet: results are refused.
+  EXPECT_EQ(error_from([&] { (void)handle.output(); }).code(), StatusCode::kInProgress);
+  EXPECT_EQ(error_from([&] { (void)handle.received_splits(); }).code(), StatusCode::kInProgress);
+  EXPECT_EQ(error_from([&] { (void)handle.last_joined_rank(); }).code(), StatusCode::kInProgress);
+
+  state->complete_member(Status::OK());
+  handle.wait();
+  const Tensor output = handle.output();
+  EXPECT_EQ(output.dtype, DataType::kFloat32);
+  EXPECT_EQ(output.shape, (Shape{3, 2}));
+  EXPECT_EQ(output.elements(), 6);
+  ASSERT_NE(output.data, nullptr);
+  const float* values = static_cast<const float*>(output.data);
+  const std::vector<float> expected = {1.5f, -2.0f, 3.25f, 4.0f, 5.0f, 6.5f};
+  EXPECT_EQ(std::vector<float>(values, values + 6), expected);
+  EXPECT_EQ(handle.received_splits(), (std::vector<int64_t>{2, 0, 1}));
+  EXPECT_EQ(handle.last_joined_rank(), 3);
+
+  // Storage goes away with the last owner of the state.
+  state.reset();
+  EXPECT_FALSE(watch.expired());
+  handle = Handle();
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST(HandleTest, GroupHandleIsDoneAfterAllMembers) {
+  auto state = std::make_shared<HandleState>("grads", 3);
+  Handle handle(state);
+  state->complete_member(Status::OK());
+  state->complete_member(Status::OK());
+  EXPECT_FALSE(handle.test());
+  EXPECT_FALSE(handle.wait_for(milliseconds(5)));
+  EXPECT_EQ(handle.status().code(), StatusCode::kInProgress);
+  state->complete_member(Status::OK());
+  EXPECT_TRUE(handle.test());
+  EXPECT_TRUE(handle.wait_for(milliseconds(0)));
+  EXPECT_TRUE(handle.status().ok());
+}
+
+TEST(HandleTest, GroupHandleReportsTheFirstMemberError) {
+  auto state = std::make_shared<HandleState>("grads", 3);
+  Handle handle(state);
+  state->complete_member(Status::InvalidArgument("member 'grads.1' has dtype bool"));
+  state->complete_member(Status::OK());
+  EXPECT_FALSE(handle.test());
+  state->complete_member(Status::Internal("MPI failed"));
+  const Error error = error_from([&] { handle.wait(); });
+  EXPECT_EQ(error.code(), StatusCode::kInvalidArgument);
+  EXPECT_STREQ(error.what(), "member 'grads.1' has dtype bool");
+}
+
+// How a wait() on another thread ended.
+struct WaitOutcome {
+  bool threw = false;
+  std::string message;
+};
+
+TEST(HandleTest, WaiterBlockedInWaitIsWokenByCompletionFromAnotherThread) {
+  auto state = std::make_shared<HandleState>("async", 2);
+  Handle handle(state);
+  std::atomic<bool> returned{false};
+  std::promise<void> started;
+  auto waiter = std::async(std::launch::async, [&] {
+    started.set_value();
+    handle.wait();
+    returned.store(true);
+    return steady_clock::now();
+  });
+  started.get_future().wait();
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(returned.load()) << "wait() returned before the handle was done";
+
+  const auto completion_started = steady_clock::now();
+  std::thread completer([&] {
+    state->complete_member(Status::OK());
+    std::this_thread::sleep_for(milliseconds(20));
+    state->complete_member(Status::OK());
+  });
+  const bool woke = waiter.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  completer.join();
+  if (!woke) state->notify_done();  // let the waiter finish so the test can end
+  ASSERT_TRUE(woke) << "the waiter was not woken by the completion";
+  const auto woke_at = waiter.get();
+  EXPECT_TRUE(returned.load());
+  // Woken by the second completion, not by the first one.
+  EXPECT_GE(woke_at - completion_started, milliseconds(20));
+  EXPECT_LT(woke_at - completion_started, std::chrono::seconds(10));
+}
+
+TEST(HandleTest, WaiterBlockedInWaitGetsTheErrorFromAnotherThread) {
+  auto state = std::make_shared<HandleState>("async", 1);
+  Handle handle(state);
+  std::promise<void> started;
+  auto waiter = std::async(std::launch::async, [&] {
+    started.set_value();
+    WaitOutcome outcome;
+    try {
+      handle.wait();
+    } catch (const Error& error) {
+      outcome.threw = true;
+      outcome.message = error.what();
+    }
+    return outcome;
+  });
+  started.get_future().wait();
+  std::this_thread::sleep_for(milliseconds(20));
+  std::thread completer([&] { state->complete_member(Status::Shutdown("peer rank 1 shut down")); });
+  const bool woke = waiter.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  completer.join();
+  if (!woke) state->notify_done();  // let the waiter finish so the test can end
+  ASSERT_TRUE(woke) << "the waiter was not woken by the failure";
+  const WaitOutcome outcome = waiter.get();
+  EXPECT_TRUE(outcome.threw);
+  EXPECT_EQ(outcome.message, "peer rank 1 shut down");
+}
+
+TEST(HandleTest, WaitForOnAnotherThreadReturnsTrueOnceCompleted) {
+  auto state = std::make_shared<HandleState>("async", 1);
+  Handle handle(state);
+  std::promise<void> started;
+  auto waiter = std::async(std::launch::async, [&] {
+    started.set_value();
+    return handle.wait_for(std::chrono::seconds(30));
+  });
+  started.get_future().wait();
+  std::this_thread::sleep_for(milliseconds(20));
+  state->complete_member(Status::OK());
+  const bool woke = waiter.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  ASSERT_TRUE(woke) << "wait_for() was not woken by the completion";
+  EXPECT_TRUE(waiter.get());
+}
+
+}  // namespace
+}  // namespace chorus
