@@ -9,19 +9,40 @@ namespace chorus {
 
 Status Runtime::create(std::unique_ptr<Runtime>* out, const Config::Lookup& env) {
   Config config;
-  CHORUS_RETURN_IF_ERROR(Config::from_env(&config, env));
+  Status local = Config::from_env(&config, env);
+  if (!local.ok()) config = Config();  // communication still starts, to agree on failing
   set_log_level(config.log_level);
   std::unique_ptr<Communication> comm;
   CHORUS_RETURN_IF_ERROR(Communication::create(config, &comm));
   set_log_rank(comm->topology().rank);
   std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm)));
-  if (!config.timeline_path.empty() && runtime->topology().rank == 0) {
-    CHORUS_RETURN_IF_ERROR(runtime->timeline_.open(config.timeline_path));
+  if (local.ok() && !config.timeline_path.empty() && runtime->topology().rank == 0) {
+    local = runtime->timeline_.open(config.timeline_path);
   }
+  CHORUS_RETURN_IF_ERROR(runtime->agree_to_start(local));
   runtime->thread_ = std::thread([r = runtime.get()] { r->background_loop(); });
   CHORUS_LOG(kDebug, "started: rank " << runtime->topology().rank << " of " << runtime->topology().size);
   *out = std::move(runtime);
   return Status::OK();
+}
+
+// init() is collective: a rank that cannot start (a bad CHORUS_* value in its
+// environment, an unwritable timeline) must not leave the others running and
+// waiting for it forever. Every rank reports whether it could start, and all
+// of them fail together, naming the ranks that could not.
+Status Runtime::agree_to_start(const Status& local) {
+  const Topology& t = topology();
+  std::vector<uint64_t> failed(static_cast<size_t>(t.size + 63) / 64, 0);
+  if (!local.ok()) failed[t.rank / 64] |= uint64_t{1} << (t.rank % 64);
+  CHORUS_RETURN_IF_ERROR(comm_->controller_transport()->allreduce_or(&failed));
+  if (!local.ok()) return local;
+  std::string ranks;
+  for (int r = 0; r < t.size; ++r) {
+    if ((failed[r / 64] >> (r % 64)) & 1) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (ranks.empty()) return Status::OK();
+  return Status::Aborted("Chorus could not start on rank(s) [" + ranks +
+                         "]; their own error says why, so this rank does not start either");
 }
 
 Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm)

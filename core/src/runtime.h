@@ -51,6 +51,7 @@ class Runtime {
 
  private:
   Runtime(const Config& config, std::unique_ptr<Communication> comm);
+  Status agree_to_start(const Status& local);
   void background_loop();
   Status run_cycle(bool* stop);
   bool has_local_work() const;

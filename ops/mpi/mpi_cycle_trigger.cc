@@ -13,6 +13,7 @@ namespace chorus {
 namespace {
 
 constexpr int kDoorbellTag = 1;
+constexpr int kStartTag = 2;
 // Right after asking for a cycle the answer is on its way, so poll (yielding
 // the CPU) for this long before backing off: see mpi_request_wait.h.
 constexpr std::chrono::microseconds kSpin{2000};
@@ -26,6 +27,7 @@ constexpr std::chrono::microseconds kMaxSleep{1000};
 MpiCycleTrigger::MpiCycleTrigger(MPI_Comm comm, double min_interval_ms)
     : comm_(comm), min_interval_(min_interval_ms) {
   MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
 }
 
 MpiCycleTrigger::~MpiCycleTrigger() {
@@ -34,18 +36,13 @@ MpiCycleTrigger::~MpiCycleTrigger() {
   if (finalized) return;
   for (MPI_Request* request : {&doorbell_recv_, &start_recv_}) {
     if (*request != MPI_REQUEST_NULL) {
-      // A posted receive that will never match: cancel it. (An Ibcast
-      // cannot be cancelled; it is only posted while a cycle is awaited,
-      // and the runtime stops only after the shutdown cycle completed.)
-      if (request == &doorbell_recv_) {
-        MPI_Cancel(request);
-        MPI_Wait(request, MPI_STATUS_IGNORE);
-      } else {
-        MPI_Request_free(request);
-      }
+      // A posted receive that will never match now: cancel it.
+      MPI_Cancel(request);
+      MPI_Wait(request, MPI_STATUS_IGNORE);
     }
   }
   if (doorbell_send_ != MPI_REQUEST_NULL) MPI_Wait(&doorbell_send_, MPI_STATUS_IGNORE);
+  if (!start_sends_.empty()) MPI_Waitall(static_cast<int>(start_sends_.size()), start_sends_.data(), MPI_STATUSES_IGNORE);
 }
 
 Status MpiCycleTrigger::wait_for_cycle(const LocalWork& work, WakeSignal* wake,
@@ -91,19 +88,28 @@ Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, WakeSignal* wake
     }
   }
   last_start_ = Clock::now();
+  // The previous cycle's start messages were matched long ago (every rank
+  // took part in that cycle); this only releases their requests.
+  if (!start_sends_.empty()) {
+    int rc = MPI_Waitall(static_cast<int>(start_sends_.size()), start_sends_.data(), MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Waitall (cycle start)", rc);
+  }
+  // One message to each rank rather than a broadcast tree: a tree would make
+  // each inner rank forward the signal only when its own thread next polls.
   start_out_ = next_cycle_;
-  MPI_Request request;
-  int rc = MPI_Ibcast(&start_out_, 1, MPI_UINT64_T, 0, comm_, &request);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Ibcast (cycle start)", rc);
-  CHORUS_RETURN_IF_ERROR(wait_for_request(&request, "MPI_Ibcast (cycle start)"));
+  start_sends_.assign(size_ - 1, MPI_REQUEST_NULL);
+  for (int r = 1; r < size_; ++r) {
+    int rc = MPI_Isend(&start_out_, 1, MPI_UINT64_T, r, kStartTag, comm_, &start_sends_[r - 1]);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Isend (cycle start)", rc);
+  }
   ++next_cycle_;
   return Status::OK();
 }
 
 Status MpiCycleTrigger::worker_wait(const LocalWork& work, WakeSignal* wake) {
   if (start_recv_ == MPI_REQUEST_NULL) {
-    int rc = MPI_Ibcast(&start_in_, 1, MPI_UINT64_T, 0, comm_, &start_recv_);
-    if (rc != MPI_SUCCESS) return mpi_error("MPI_Ibcast (cycle start)", rc);
+    int rc = MPI_Irecv(&start_in_, 1, MPI_UINT64_T, 0, kStartTag, comm_, &start_recv_);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Irecv (cycle start)", rc);
   }
   auto spin_until = Clock::time_point{};
   auto sleep = kFirstSleep;

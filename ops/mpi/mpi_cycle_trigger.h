@@ -1,20 +1,21 @@
 // The cycle trigger over MPI, on a communicator of its own.
 //
-// Ranks other than 0 keep one MPI_Ibcast posted: the coordinator's "start
-// cycle k" signal. When such a rank has local work it sends rank 0 a
+// Ranks other than 0 keep one receive posted for the coordinator's "start
+// cycle k" message. When such a rank has local work it sends rank 0 a
 // doorbell carrying the cycle number it wants (one per cycle at most).
-// Rank 0 keeps one MPI_Irecv posted for doorbells and starts cycle k (its
-// side of the Ibcast) when it has local work, a doorbell for k arrived, or
-// its timer is due, but not sooner than the minimum cycle interval after
-// the previous start. Doorbells for cycles that already started are stale
-// and ignored. Waiting combines the local wake signal with polling MPI at
-// a backoff, so an idle rank costs almost no CPU.
+// Rank 0 keeps one receive posted for doorbells and starts cycle k, by
+// sending "start cycle k" to every rank, when it has local work, a doorbell
+// for k arrived, or its timer is due, but not sooner than the minimum cycle
+// interval after the previous start. Doorbells for cycles that already
+// started are stale and ignored. Waiting combines the local wake signal
+// with polling MPI at a backoff, so an idle rank costs almost no CPU.
 #pragma once
 
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 #include "cycle_trigger.h"
 
@@ -37,6 +38,7 @@ class MpiCycleTrigger : public CycleTrigger {
 
   MPI_Comm comm_;
   int rank_ = 0;
+  int size_ = 1;
   std::chrono::duration<double, std::milli> min_interval_;
   uint64_t next_cycle_ = 0;
   Clock::time_point last_start_{};
@@ -50,7 +52,8 @@ class MpiCycleTrigger : public CycleTrigger {
   MPI_Request doorbell_send_ = MPI_REQUEST_NULL;
   uint64_t doorbell_out_ = 0;
   bool doorbell_sent_ = false;
-  uint64_t start_out_ = 0;
+  uint64_t start_out_ = 0;                // coordinator's outgoing start
+  std::vector<MPI_Request> start_sends_;   // coordinator
 };
 
 }  // namespace chorus
