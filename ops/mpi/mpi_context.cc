@@ -4,13 +4,6 @@
 
 namespace chorus {
 
-Status mpi_error(const char* call, int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  return Status::Internal(std::string(call) + " failed: " + std::string(text, length));
-}
-
 namespace {
 
 const char* thread_level_name(int level) {
@@ -25,7 +18,7 @@ const char* thread_level_name(int level) {
 
 Status dup(MPI_Comm comm, MPI_Comm* out) {
   int rc = MPI_Comm_dup(comm, out);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_dup", rc);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Comm_dup", rc));
   MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
   return Status::OK();
 }
@@ -46,7 +39,7 @@ Status MpiContext::create(std::unique_ptr<MpiContext>* out) {
   int provided = 0;
   if (!initialized) {
     int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
-    if (rc != MPI_SUCCESS) return mpi_error("MPI_Init_thread", rc);
+    CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Init_thread", rc));
     context->owns_mpi_ = true;
   } else {
     MPI_Query_thread(&provided);
@@ -67,12 +60,12 @@ Status MpiContext::create(std::unique_ptr<MpiContext>* out) {
   // Local = same shared-memory node; cross = the ranks with my local rank.
   MPI_Comm local = MPI_COMM_NULL;
   int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t.rank, MPI_INFO_NULL, &local);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_split_type", rc);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Comm_split_type", rc));
   MPI_Comm_rank(local, &t.local_rank);
   MPI_Comm_size(local, &t.local_size);
   MPI_Comm cross = MPI_COMM_NULL;
   rc = MPI_Comm_split(MPI_COMM_WORLD, t.local_rank, t.rank, &cross);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_split", rc);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Comm_split", rc));
   MPI_Comm_rank(cross, &t.cross_rank);
   MPI_Comm_size(cross, &t.cross_size);
   MPI_Comm_free(&local);

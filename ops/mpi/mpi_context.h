@@ -36,7 +36,5 @@ class MpiContext {
   Topology topology_;
 };
 
-// "MPI_Allreduce failed: <MPI's error string>"
-Status mpi_error(const char* call, int code);
 
 }  // namespace chorus

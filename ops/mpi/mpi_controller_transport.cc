@@ -19,7 +19,7 @@ Status MpiControllerTransport::allreduce_or(std::vector<uint64_t>* bits) {
   MPI_Request request;
   int rc = MPI_Iallreduce(MPI_IN_PLACE, bits->data(), static_cast<int>(bits->size()), MPI_UINT64_T,
                           MPI_BOR, comm_, &request);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Iallreduce (negotiation bit vector)", rc);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Iallreduce (negotiation bit vector)", rc));
   return wait_for_request(&request, "MPI_Iallreduce (negotiation bit vector)");
 }
 
@@ -32,7 +32,7 @@ Status MpiControllerTransport::gather_to_coordinator(const std::string& mine,
   const bool coordinator = rank_ == 0;
   if (coordinator) counts_.assign(size_, 0);
   int rc = MPI_Gather(&length, 1, MPI_INT, coordinator ? counts_.data() : nullptr, 1, MPI_INT, 0, comm_);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Gather (negotiation sizes)", rc);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Gather (negotiation sizes)", rc));
   if (coordinator) {
     displacements_.assign(size_, 0);
     long long total = 0;
@@ -46,7 +46,7 @@ Status MpiControllerTransport::gather_to_coordinator(const std::string& mine,
   rc = MPI_Gatherv(mine.data(), length, MPI_CHAR, coordinator ? gathered_.data() : nullptr,
                    coordinator ? counts_.data() : nullptr, coordinator ? displacements_.data() : nullptr,
                    MPI_CHAR, 0, comm_);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Gatherv (negotiation requests)", rc);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Gatherv (negotiation requests)", rc));
   all->clear();
   if (coordinator) {
     all->reserve(size_);
@@ -58,14 +58,14 @@ Status MpiControllerTransport::gather_to_coordinator(const std::string& mine,
 Status MpiControllerTransport::broadcast_from_coordinator(std::string* blob) {
   unsigned long long length = blob->size();
   int rc = MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Bcast (negotiation size)", rc);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Bcast (negotiation size)", rc));
   if (length > static_cast<unsigned long long>(INT_MAX)) {
     return Status::Internal("negotiation response list of " + std::to_string(length) + " bytes is too large");
   }
   blob->resize(static_cast<size_t>(length));
   if (length == 0) return Status::OK();
   rc = MPI_Bcast(blob->data(), static_cast<int>(length), MPI_CHAR, 0, comm_);
-  if (rc != MPI_SUCCESS) return mpi_error("MPI_Bcast (negotiation responses)", rc);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Bcast (negotiation responses)", rc));
   return Status::OK();
 }
 

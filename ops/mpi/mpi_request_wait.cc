@@ -15,7 +15,7 @@ Status wait_for_request(MPI_Request* request, const char* what, const WaitPolicy
   while (true) {
     int done = 0;
     const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return mpi_error(what, rc);
+    CHORUS_RETURN_IF_ERROR(mpi_status(what, rc));
     if (done) return Status::OK();
     if (Clock::now() < spin_until) {
       sched_yield();
