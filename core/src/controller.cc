@@ -102,13 +102,13 @@ Status Controller::accept(std::vector<Request> new_requests) {
     }
     // The tensor queue refuses a second collective under an in-flight name;
     // reaching this is a bug in the caller, and the runtime must stop.
-    if (pending_.count(request.name)) {
+    auto [slot, inserted] = pending_.try_emplace(request.name);
+    if (!inserted) {
       return Status::InvalidArgument("A collective named '" + request.name +
                                      "' is already in flight on rank " + std::to_string(rank_));
     }
     pending_order_.push_back(request.name);
-    std::string name = request.name;
-    pending_.emplace(std::move(name), PendingRequest{std::move(request), false});
+    slot->second = PendingRequest{std::move(request), false};
   }
   return Status::OK();
 }

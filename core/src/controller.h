@@ -31,6 +31,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "config.h"
@@ -108,7 +109,8 @@ class Controller {
   int rank_;
   int size_;
   ResponseCache cache_;
-  std::map<std::string, PendingRequest> pending_;  // this rank's unresolved requests
+  // This rank's unresolved requests; pending_order_ keeps their order.
+  std::unordered_map<std::string, PendingRequest> pending_;
   std::vector<std::string> pending_order_;         // submission order for the slow path
   std::vector<Request> control_requests_;          // join/shutdown, not yet sent
   bool joined_ = false;
