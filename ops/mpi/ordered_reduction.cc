@@ -42,6 +42,14 @@ Status OrderedReduction::reduce_scatter(const void* input, void* output, const s
     for (int r = 1; r < size_; ++r) CHORUS_RETURN_IF_ERROR(reduce_into(output, source(r), mine, dtype, op));
     return Status::OK();
   }
+  if (rank_ == 1) {
+    // x1 op x0 equals x0 op x1 bit for bit (the ops are commutative), so
+    // rank 1 too folds straight into the output, which may be its own block.
+    if (output != own) std::memcpy(output, own, block);
+    CHORUS_RETURN_IF_ERROR(reduce_into(output, source(0), mine, dtype, op));
+    for (int r = 2; r < size_; ++r) CHORUS_RETURN_IF_ERROR(reduce_into(output, source(r), mine, dtype, op));
+    return Status::OK();
+  }
   // The output may be this rank's own block (in place), which is still
   // needed when the fold reaches this rank: accumulate in x0's slot.
   char* accumulator = scratch_.data();
