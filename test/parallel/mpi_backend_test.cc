@@ -227,6 +227,18 @@ TEST_F(MpiBackendTest, AllreduceSplitsCountsAboveTheLimit) {
   check_allreduce(limited(1).get(), DataType::kFloat16, ReduceOp::kSum, 7, false);
 }
 
+// From kOrderedReductionMinBytes on, allreduce takes the ordered path
+// (reduce-scatter by MPI_Alltoallv, fold, MPI_Allgatherv) on any number of
+// ranks; its per-rank blocks are uneven when the count does not divide.
+TEST_F(MpiBackendTest, LargeAllreducesTakeTheOrderedPath) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kInt32, DataType::kFloat64}) {
+    const int64_t count = kOrderedReductionMinBytes / static_cast<int64_t>(dtype_size(dtype)) + 7;
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      for (bool in_place : {false, true}) check_allreduce(backend_.get(), dtype, op, count, in_place);
+    }
+  }
+}
+
 TEST_F(MpiBackendTest, AllgathervEveryDtypeAndCountPattern) {
   // Per-rank count patterns: the fixed counts, then uneven ones with zeros.
   std::vector<std::vector<int64_t>> patterns;
