@@ -1,5 +1,7 @@
 #include "ops/communication.h"
 
+#include <cstdio>
+
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_controller_transport.h"
@@ -17,6 +19,12 @@ Status Communication::create(const Config& config, std::unique_ptr<Communication
   comm->backends_.add(std::make_unique<MpiBackend>(comm->mpi_->data_comm(), &comm->mpi_->types()));
   *out = std::move(comm);
   return Status::OK();
+}
+
+void Communication::abort_job(const std::string& reason) {
+  std::fprintf(stderr, "[chorus rank %d] aborting the job: %s\n", topology_.rank, reason.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 70);
 }
 
 Communication::~Communication() {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "chorus/status.h"
 #include "config.h"
@@ -27,6 +28,9 @@ class Communication {
   ControllerTransport* controller_transport() { return transport_.get(); }
   CycleTrigger* trigger() { return trigger_.get(); }
   const BackendRegistry& backends() const { return backends_; }
+  // Ends every rank of the job (MPI_Abort) after printing `reason`: for a
+  // rank that cannot go on while its peers may be waiting for it.
+  void abort_job(const std::string& reason);
 
  private:
   Communication() = default;

@@ -1,7 +1,9 @@
 // The public C++ API: argument checks, building entries, and the one owner
 // of the process's Runtime.
 #include <cstdlib>
+#include <chrono>
 #include <mutex>
+#include <thread>
 
 #include "argument_checks.h"
 #include "chorus/chorus.h"
@@ -40,7 +42,13 @@ class RuntimeOwner {
       runtime.swap(runtime_);
       if (runtime) was_shut_down_ = true;
     }
-    if (runtime) runtime->shutdown();
+    if (!runtime) return;
+    runtime->shutdown();
+    // Release communication (and finalize MPI when Chorus initialised it) on
+    // this thread and before returning: wait out framework threads that are
+    // still inside a call holding a reference.
+    while (runtime.use_count() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    runtime.reset();
   }
 
   bool initialized() {

@@ -31,11 +31,16 @@ int64_t first_row_of_rank(int64_t rows, int size, int r) {
 }
 
 // Marks every entry's handle, then wakes the waiters (see finish_member).
-void complete_all(std::vector<std::optional<TensorEntry>>& entries, const Status& status) {
+// An entry with its own error (its output could not be allocated) gets that
+// instead of `status`.
+void complete_all(std::vector<std::optional<TensorEntry>>& entries, const Status& status,
+                  const std::vector<Status>& own_errors = {}) {
   std::vector<detail::HandleState*> done;
   done.reserve(entries.size());
-  for (auto& entry : entries) {
-    if (entry && entry->handle->finish_member(status)) done.push_back(entry->handle.get());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!entries[i]) continue;
+    const bool own = status.ok() && i < own_errors.size() && !own_errors[i].ok();
+    if (entries[i]->handle->finish_member(own ? own_errors[i] : status)) done.push_back(entries[i]->handle.get());
   }
   for (detail::HandleState* handle : done) handle->notify_done();
 }
@@ -46,7 +51,13 @@ Status allocate_output(TensorEntry& entry, const Shape& shape, Tensor* out) {
   const DataType dtype = entry.request.dtype;
   const Device device = entry.request.device;
   if (entry.allocator) {
-    CHORUS_RETURN_IF_ERROR(entry.allocator(shape, dtype, device, out));
+    Status allocated;
+    try {
+      allocated = entry.allocator(shape, dtype, device, out);
+    } catch (const std::exception& e) {
+      allocated = Status::Internal("The output allocator for '" + entry.request.name + "' threw: " + e.what());
+    }
+    CHORUS_RETURN_IF_ERROR(allocated);
     if (out->shape != shape || out->dtype != dtype || (out->data == nullptr && num_elements(shape) > 0)) {
       return Status::InvalidArgument("The output allocator for '" + entry.request.name +
                                      "' returned a tensor of " + shape_to_string(out->shape) + " " +
@@ -67,6 +78,7 @@ Status allocate_output(TensorEntry& entry, const Shape& shape, Tensor* out) {
 
 Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::time_point negotiated) {
   Entries entries = queue->take_all_of(unit);
+  own_errors_.assign(unit.size(), Status::OK());
   if (timeline_->enabled()) {
     for (size_t i = 0; i < unit.size(); ++i) {
       if (entries[i]) timeline_->span(unit[i].name, "NEGOTIATE", entries[i]->enqueued, negotiated);
@@ -117,8 +129,20 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
                                   response_type_name(first.type) + " response");
     }
   }
-  complete_all(entries, status);
+  complete_all(entries, status, own_errors_);
   return status;
+}
+
+Tensor Executor::output_for(TensorEntry& entry, size_t index, const Shape& shape, bool scratch_if_failed) {
+  Tensor out;
+  const Status status = allocate_output(entry, shape, &out);
+  if (status.ok()) return out;
+  // Only this rank failed: the others are already in the collective, so this
+  // rank takes part too, receiving into scratch memory, and fails the entry.
+  own_errors_[index] = status;
+  const size_t bytes = static_cast<size_t>(num_elements(shape)) * dtype_size(entry.request.dtype);
+  void* memory = scratch_if_failed ? scratch_.get(bytes) : nullptr;
+  return Tensor(memory, entry.request.dtype, shape, entry.request.device);
 }
 
 Status Executor::allreduce(const ExecutionUnit& unit, Entries& entries, Backend* backend) {
@@ -206,8 +230,7 @@ Status Executor::allgather(const Response& response, TensorEntry& entry, Backend
   }
   Shape out_shape = shape;
   out_shape[0] = rows;
-  Tensor output;
-  CHORUS_RETURN_IF_ERROR(allocate_output(entry, out_shape, &output));
+  const Tensor output = output_for(entry, 0, out_shape, true);
   const auto start = Clock::now();
   CHORUS_RETURN_IF_ERROR(backend->allgatherv(entry.input.data, output.data, counts, response.dtype));
   if (timeline_->enabled()) timeline_->span(response.name, "ALLGATHER", start, Clock::now());
@@ -230,8 +253,7 @@ Status Executor::alltoall(TensorEntry& entry, Backend* backend) {
   }
   Shape out_shape = shape;
   out_shape[0] = rows;
-  Tensor output;
-  CHORUS_RETURN_IF_ERROR(allocate_output(entry, out_shape, &output));
+  const Tensor output = output_for(entry, 0, out_shape, true);
   const auto start = Clock::now();
   CHORUS_RETURN_IF_ERROR(
       backend->alltoallv(entry.input.data, send_counts, output.data, recv_counts, entry.request.dtype));
@@ -279,7 +301,9 @@ Status Executor::reducescatter(const ExecutionUnit& unit, Entries& entries, Back
   for (size_t i = 0; i < unit.size(); ++i) {
     Shape out_shape = entries[i]->input.shape;
     out_shape[0] = rows_for_rank(out_shape[0], size, me);
-    CHORUS_RETURN_IF_ERROR(allocate_output(*entries[i], out_shape, &outputs[i]));
+    // Fused outputs are filled by copies, which a failed one skips; a single
+    // output is written by the collective itself and needs scratch memory.
+    outputs[i] = output_for(*entries[i], i, out_shape, !fused);
   }
 
   start = Clock::now();
@@ -296,7 +320,7 @@ Status Executor::reducescatter(const ExecutionUnit& unit, Entries& entries, Back
   for (size_t i = 0; i < unit.size(); ++i) {
     const int64_t n = outputs[i].elements();
     const void* from = fused ? at(buffer, offset, dtype) : outputs[i].data;
-    CHORUS_RETURN_IF_ERROR(finish_reduction(unit[i], from, outputs[i].data, n));
+    if (own_errors_[i].ok()) CHORUS_RETURN_IF_ERROR(finish_reduction(unit[i], from, outputs[i].data, n));
     offset += n;
   }
   if (fused) span(entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);

@@ -27,8 +27,9 @@ class Executor {
       : topology_(topology), backends_(backends), timeline_(timeline) {}
 
   // Takes the unit's entries out of `queue` and completes them. Errors go to
-  // the entries' handles; a non-ok return means the backend itself failed
-  // (the runtime then stops, since ranks may now disagree on what ran).
+  // the entries' handles (an output this rank cannot allocate fails only its
+  // entry: the collective still runs); a non-ok return means the backend
+  // itself failed (the runtime then stops: ranks may disagree on what ran).
   Status execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::time_point negotiated);
 
  private:
@@ -47,7 +48,14 @@ class Executor {
   Topology topology_;
   const BackendRegistry* backends_;
   Timeline* timeline_;
+  // The output of entry `index` of the unit; when this rank cannot allocate
+  // it, records the error for that entry and returns scratch memory (or no
+  // memory, when the caller only copies into it) so the collective still runs.
+  Tensor output_for(TensorEntry& entry, size_t index, const Shape& shape, bool scratch_if_failed);
+
   FusionBuffer fusion_buffer_;
+  FusionBuffer scratch_;          // where a failed allocation's data goes
+  std::vector<Status> own_errors_;  // per entry of the current unit
 };
 
 // Allocates `shape` x `dtype` for an entry's output, through its allocator

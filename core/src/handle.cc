@@ -85,7 +85,12 @@ const std::string& Handle::name() const { return state_ ? state_->name() : kNoNa
 void Handle::wait() const { throw_if_error(state().wait()); }
 
 bool Handle::wait_for(std::chrono::milliseconds timeout) const {
-  const Status status = state().wait_until(std::chrono::steady_clock::now() + timeout);
+  // Saturate: now() + a huge timeout would overflow the clock.
+  const auto now = std::chrono::steady_clock::now();
+  const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::time_point::max() - now);
+  const auto deadline = timeout >= room ? std::chrono::steady_clock::time_point::max() : now + timeout;
+  const Status status = state().wait_until(deadline);
   if (status.code() == StatusCode::kInProgress) return false;
   throw_if_error(status);
   return true;

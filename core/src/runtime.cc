@@ -29,8 +29,26 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, const Config::Lookup& env)
 // init() is collective: a rank that cannot start (a bad CHORUS_* value in its
 // environment, an unwritable timeline) must not leave the others running and
 // waiting for it forever. Every rank reports whether it could start, and all
-// of them fail together, naming the ranks that could not.
+// of them fail together, naming the ranks that could not. Then the settings
+// every rank must share are compared with rank 0's: with different fusion
+// thresholds ranks would run differently fused collectives, with different
+// cache capacities different bit vectors.
 Status Runtime::agree_to_start(const Status& local) {
+  CHORUS_RETURN_IF_ERROR(agree(local, "could not start"));
+  std::string shared = std::to_string(config_.fusion_threshold_bytes) + " " +
+                       std::to_string(config_.cache_capacity);
+  const std::string mine = shared;
+  CHORUS_RETURN_IF_ERROR(comm_->controller_transport()->broadcast_from_coordinator(&shared));
+  Status same;
+  if (shared != mine) {
+    same = Status::InvalidArgument(
+        "CHORUS_FUSION_THRESHOLD and CHORUS_CACHE_CAPACITY must be the same on every rank: rank " +
+        std::to_string(topology().rank) + " has " + mine + ", rank 0 has " + shared);
+  }
+  return agree(same, "has CHORUS_FUSION_THRESHOLD or CHORUS_CACHE_CAPACITY different from rank 0");
+}
+
+Status Runtime::agree(const Status& local, const std::string& what) {
   const Topology& t = topology();
   std::vector<uint64_t> failed(static_cast<size_t>(t.size + 63) / 64, 0);
   if (!local.ok()) failed[t.rank / 64] |= uint64_t{1} << (t.rank % 64);
@@ -41,7 +59,7 @@ Status Runtime::agree_to_start(const Status& local) {
     if ((failed[r / 64] >> (r % 64)) & 1) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
   }
   if (ranks.empty()) return Status::OK();
-  return Status::Aborted("Chorus could not start on rank(s) [" + ranks +
+  return Status::Aborted("Chorus " + what + " on rank(s) [" + ranks +
                          "]; their own error says why, so this rank does not start either");
 }
 
@@ -71,16 +89,23 @@ void Runtime::background_loop() {
   pthread_setname_np(pthread_self(), "chorus-bg");
   const LocalWork work{[this] { return has_local_work(); }, [this] { return queue_.arrivals(); }};
   while (true) {
-    Status status = comm_->trigger()->wait_for_cycle(work, &wake_, controller_.next_deadline());
+    Status status;
     bool stop = false;
-    if (status.ok()) status = run_cycle(&stop);
-    if (status.ok() && !stop) continue;
-    if (!status.ok()) {
-      // The ranks may no longer agree on what ran: nothing can continue.
-      CHORUS_LOG(kError, "stopping after an internal error: " << status.message());
-      const Status failed = Status::Aborted("Chorus stopped after an internal error: " + status.message());
-      fail_pending(failed, [&](const TensorEntry&) { return failed; });
+    try {
+      status = comm_->trigger()->wait_for_cycle(work, &wake_, controller_.next_deadline());
+      if (status.ok()) status = run_cycle(&stop);
+    } catch (const std::exception& e) {  // e.g. std::bad_alloc
+      status = Status::Internal(std::string("exception on the background thread: ") + e.what());
     }
+    if (status.ok() && !stop) continue;
+    if (status.ok()) return;
+    // This rank can no longer take part in collectives, and the others may
+    // already be waiting inside one for it: they would wait forever. Fail
+    // what is pending here, then end the job with the reason.
+    CHORUS_LOG(kError, "stopping after an internal error: " << status.message());
+    const Status failed = Status::Aborted("Chorus stopped after an internal error: " + status.message());
+    fail_pending(failed, [&](const TensorEntry&) { return failed; });
+    comm_->abort_job(failed.message());
     return;
   }
 }

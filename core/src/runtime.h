@@ -52,6 +52,9 @@ class Runtime {
  private:
   Runtime(const Config& config, std::unique_ptr<Communication> comm);
   Status agree_to_start(const Status& local);
+  // Collective: OK when `local` is OK on every rank; else this rank's own
+  // error, or an error naming the ranks that failed (`what` they failed at).
+  Status agree(const Status& local, const std::string& what);
   void background_loop();
   Status run_cycle(bool* stop);
   bool has_local_work() const;

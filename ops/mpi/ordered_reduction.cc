@@ -1,6 +1,8 @@
 #include "ops/mpi/ordered_reduction.h"
 
+#include <climits>
 #include <cstring>
+#include <string>
 
 #include "ops/kernels/reduce.h"
 
@@ -26,6 +28,11 @@ Status OrderedReduction::reduce_scatter(const void* input, void* output, const s
   send_counts_[rank_] = 0;
   recv_counts_.assign(size_, mine);
   recv_counts_[rank_] = 0;
+  if (static_cast<int64_t>(mine) * size_ > INT_MAX) {
+    return Status::InvalidArgument("reducescatter: this rank's block of " + std::to_string(mine) +
+                                   " elements times " + std::to_string(size_) +
+                                   " ranks exceeds the MPI limit of " + std::to_string(INT_MAX) + " elements");
+  }
   recv_displs_.resize(size_);
   for (int r = 0; r < size_; ++r) recv_displs_[r] = r * mine;
   const MPI_Datatype type = types_->datatype(dtype);
@@ -38,14 +45,14 @@ Status OrderedReduction::reduce_scatter(const void* input, void* output, const s
   auto source = [&](int r) -> const void* { return r == rank_ ? own : scratch_.data() + r * block; };
   if (rank_ == 0) {
     // x0 is this rank's own block: fold straight into the output.
-    if (output != own) std::memcpy(output, own, block);
+    if (output != own) std::memmove(output, own, block);
     for (int r = 1; r < size_; ++r) CHORUS_RETURN_IF_ERROR(reduce_into(output, source(r), mine, dtype, op));
     return Status::OK();
   }
   if (rank_ == 1) {
     // x1 op x0 equals x0 op x1 bit for bit (the ops are commutative), so
     // rank 1 too folds straight into the output, which may be its own block.
-    if (output != own) std::memcpy(output, own, block);
+    if (output != own) std::memmove(output, own, block);
     CHORUS_RETURN_IF_ERROR(reduce_into(output, source(0), mine, dtype, op));
     for (int r = 2; r < size_; ++r) CHORUS_RETURN_IF_ERROR(reduce_into(output, source(r), mine, dtype, op));
     return Status::OK();

@@ -44,6 +44,25 @@ TEST(InitAgreement, BadEnvironmentOnOneRankFailsInitOnEveryRank) {
   shutdown_chorus();
 }
 
+// Ranks fusing differently would run different collectives: refused.
+TEST(InitAgreement, FusionThresholdDifferentFromRankZeroFailsInitOnEveryRank) {
+  const int odd = world_size() - 1;
+  chorus::Status status;
+  {
+    ScopedEnv env("CHORUS_FUSION_THRESHOLD", world_rank() == odd ? "0" : nullptr);
+    status = thrown_by([] { chorus::init(); });
+  }
+  ASSERT_FALSE(status.ok()) << "init() succeeded on rank " << world_rank();
+  if (world_rank() == odd) {
+    EXPECT_EQ(status.code(), chorus::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("must be the same on every rank"));
+  } else {
+    EXPECT_THAT(status.message(), HasSubstr("different from rank 0 on rank(s) [" + std::to_string(odd) + "]"));
+  }
+  ASSERT_TRUE(init_chorus());
+  shutdown_chorus();
+}
+
 TEST(InitAgreement, UnwritableTimelineOnRankZeroFailsInitOnEveryRank) {
   chorus::Status status;
   {
