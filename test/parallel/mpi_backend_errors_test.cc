@@ -13,36 +13,15 @@
 
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_datatypes.h"
+#include "support/mpi_backend_fixture.h"
 
 namespace chorus {
 namespace {
 
-const DataType kAllDtypes[] = {DataType::kUInt8,    DataType::kInt8,    DataType::kInt32,
-                               DataType::kInt64,    DataType::kFloat16, DataType::kBFloat16,
-                               DataType::kFloat32,  DataType::kFloat64, DataType::kBool};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
-bool reducible(DataType dtype) { return dtype != DataType::kBool; }
 
-class MpiBackendChecksTest : public ::testing::Test {
+class MpiBackendChecksTest : public MpiBackendFixture {
  protected:
-  void SetUp() override {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    ASSERT_TRUE(types_.create().ok());
-    backend_ = std::make_unique<MpiBackend>(MPI_COMM_WORLD, &types_);
-  }
-  void TearDown() override {
-    backend_.reset();
-    types_.destroy();
-  }
-  std::unique_ptr<MpiBackend> limited(int64_t limit) {
-    return std::make_unique<MpiBackend>(MPI_COMM_WORLD, &types_, limit);
-  }
 
-  int rank_ = 0;
-  int size_ = 1;
-  MpiTypes types_;
-  std::unique_ptr<MpiBackend> backend_;
 };
 
 // InvalidArgument whose message contains `needle`.

@@ -19,16 +19,13 @@
 #include "ops/kernels/half.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_datatypes.h"
+#include "support/mpi_backend_fixture.h"
 
 namespace chorus {
 namespace {
 
 using Bytes = std::vector<unsigned char>;
 
-const DataType kAllDtypes[] = {DataType::kUInt8,    DataType::kInt8,    DataType::kInt32,
-                               DataType::kInt64,    DataType::kFloat16, DataType::kBFloat16,
-                               DataType::kFloat32,  DataType::kFloat64, DataType::kBool};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 const int64_t kCounts[] = {0, 1, 7, 1000, 12345};
 
 uint64_t mix(uint64_t x) {  // splitmix64
@@ -44,7 +41,6 @@ uint64_t case_seed(DataType dtype, int a, int64_t b, int c = 0) {
   return mix((static_cast<uint64_t>(dtype) << 48) ^ (static_cast<uint64_t>(a) << 40) ^
              (static_cast<uint64_t>(b) << 8) ^ static_cast<uint64_t>(c));
 }
-bool reducible(DataType dtype) { return dtype != DataType::kBool; }
 bool is_integer(DataType dtype) { return !is_floating_point(dtype) && dtype != DataType::kBool; }
 
 template <typename T>
@@ -171,21 +167,8 @@ void expect_reduced(DataType dtype, ReduceOp op, uint64_t seed, int np, const un
   EXPECT_EQ(failures, 0) << what << ": " << dtype_name(dtype) << " " << reduce_op_name(op) << ", first: " << first;
 }
 
-class MpiBackendTest : public ::testing::Test {
+class MpiBackendTest : public MpiBackendFixture {
  protected:
-  void SetUp() override {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    ASSERT_TRUE(types_.create().ok());
-    backend_ = std::make_unique<MpiBackend>(MPI_COMM_WORLD, &types_);
-  }
-  void TearDown() override {
-    backend_.reset();
-    types_.destroy();
-  }
-  std::unique_ptr<MpiBackend> limited(int64_t limit) {
-    return std::make_unique<MpiBackend>(MPI_COMM_WORLD, &types_, limit);
-  }
 
   // allreduce of `count` elements (in place or not) on `backend`, checked.
   void check_allreduce(MpiBackend* backend, DataType dtype, ReduceOp op, int64_t count, bool in_place) {
@@ -200,10 +183,6 @@ class MpiBackendTest : public ::testing::Test {
                    "allreduce count " + std::to_string(count) + (in_place ? " in place" : ""));
   }
 
-  int rank_ = 0;
-  int size_ = 1;
-  MpiTypes types_;
-  std::unique_ptr<MpiBackend> backend_;
 };
 
 TEST_F(MpiBackendTest, AllreduceEveryDtypeOpAndCount) {
