@@ -21,3 +21,12 @@ if(CHORUS_WITH_NCCL AND NOT CHORUS_NCCL_FOUND)
   message(FATAL_ERROR "CHORUS_WITH_NCCL=ON but the CUDA Toolkit or NCCL was not found")
 endif()
 message(STATUS "Chorus: MPI ${MPI_C_VERSION}, NCCL backend: ${CHORUS_WITH_NCCL}, sanitizers: ${CHORUS_SANITIZE}")
+
+# LibTorch (Debian's libtorch-dev): the torch front end (frameworks/torch) and
+# the examples build when it is found.
+find_package(Torch CONFIG QUIET)
+option(CHORUS_WITH_TORCH "Build the LibTorch front end and the examples" ${Torch_FOUND})
+if(CHORUS_WITH_TORCH AND NOT Torch_FOUND)
+  message(FATAL_ERROR "CHORUS_WITH_TORCH=ON but LibTorch was not found (Debian: libtorch-dev)")
+endif()
+message(STATUS "Chorus: LibTorch front end: ${CHORUS_WITH_TORCH}")

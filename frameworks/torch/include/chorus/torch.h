@@ -1,0 +1,9 @@
+// The LibTorch front end of Chorus, in one include.
+#pragma once
+
+#include "chorus/chorus.h"
+#include "chorus/torch/distributed_optimizer.h"
+#include "chorus/torch/distributed_sampler.h"
+#include "chorus/torch/learning_rate.h"
+#include "chorus/torch/ops.h"
+#include "chorus/torch/state_broadcast.h"

@@ -1,0 +1,113 @@
+// DistributedOptimizer: data-parallel training for any LibTorch optimizer.
+//
+//   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3 * chorus::size()));
+//   chorus::torch::DistributedOptimizer optimizer(adam, model->named_parameters());
+//   ...
+//   optimizer.zero_grad();
+//   loss.backward();        // each gradient's allreduce starts as soon as it is ready
+//   optimizer.step();       // waits for them, then steps the wrapped optimizer
+//
+// A hook on each parameter's gradient accumulator starts the allreduce of that
+// gradient the moment autograd has accumulated it, so communication overlaps
+// the rest of backward. Collective names are "<prefix>.<parameter name>",
+// identical on every rank.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/ordered_dict.h>
+
+#include "chorus/chorus.h"
+
+namespace chorus {
+namespace torch {
+
+// How gradients travel: as they are, or cast to 16 bits before the
+// collective and back after it (halves the bytes, costs precision).
+enum class Compression { kNone, kFP16, kBF16 };
+// "none", "fp16", "bf16"; parse_compression throws chorus::Error naming the
+// bad value and the accepted ones.
+const char* compression_name(Compression compression);
+Compression parse_compression(const std::string& name);
+
+struct DistributedOptimizerOptions {
+  // kAverage (the default) or kSum; other ops are refused.
+  ReduceOp op = ReduceOp::kAverage;
+  Compression compression = Compression::kNone;
+  // Local backward passes summed into .grad before one allreduce (gradient
+  // accumulation). The allreduce fires during the last pass.
+  int backward_passes_per_step = 1;
+  // With kAverage: gradients are divided by this before the sum and by
+  // size / factor after it (Horovod's gradient_predivide_factor).
+  double gradient_predivide_factor = 1.0;
+  // Collective names are "<name_prefix>.<parameter name>".
+  std::string name_prefix = "grad";
+};
+
+using NamedParameters = ::torch::OrderedDict<std::string, ::torch::Tensor>;
+
+class DistributedOptimizer {
+ public:
+  // `optimizer` must outlive this object. `parameters` are the model's named
+  // parameters (module->named_parameters()); every parameter the optimizer
+  // updates must be among them. Throws chorus::Error for LBFGS, duplicate
+  // names, parameters unknown to the optimizer, or bad options.
+  DistributedOptimizer(::torch::optim::Optimizer& optimizer, const NamedParameters& parameters,
+                       DistributedOptimizerOptions options = {});
+  // Same, with an explicit list of (name, parameter) pairs.
+  DistributedOptimizer(::torch::optim::Optimizer& optimizer,
+                       const std::vector<std::pair<std::string, ::torch::Tensor>>& parameters,
+                       DistributedOptimizerOptions options = {});
+  ~DistributedOptimizer();
+  DistributedOptimizer(const DistributedOptimizer&) = delete;
+  DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
+
+  // Waits for every gradient allreduce of this step and writes the results
+  // into .grad. Parameters whose hook did not fire this step are submitted
+  // with zero gradients, so every rank submits the same names. Throws
+  // chorus::Error with the runtime's message when a collective failed.
+  void synchronize();
+  // synchronize() (unless inside a SkipSynchronize scope), then the wrapped
+  // optimizer's step().
+  void step();
+  // Zeroes the gradients; refused (chorus::Error) while allreduces are in
+  // flight, since the runtime may still be writing them.
+  void zero_grad();
+
+  // While alive, step() does not synchronize. For gradient clipping:
+  //   optimizer.synchronize();
+  //   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+  //   { auto skip = optimizer.skip_synchronize(); optimizer.step(); }
+  class SkipSynchronize {
+   public:
+    explicit SkipSynchronize(DistributedOptimizer& owner);
+    ~SkipSynchronize();
+    SkipSynchronize(const SkipSynchronize&) = delete;
+    SkipSynchronize& operator=(const SkipSynchronize&) = delete;
+
+   private:
+    DistributedOptimizer& owner_;
+  };
+  SkipSynchronize skip_synchronize() { return SkipSynchronize(*this); }
+
+  ::torch::optim::Optimizer& optimizer() { return optimizer_; }
+  const DistributedOptimizerOptions& options() const { return options_; }
+  // Number of gradient allreduces submitted since construction (for tests
+  // and diagnostics: clipping must not allreduce twice).
+  int64_t allreduces_submitted() const;
+
+ private:
+  struct State;
+  ::torch::optim::Optimizer& optimizer_;
+  DistributedOptimizerOptions options_;
+  std::unique_ptr<State> state_;
+  bool skip_synchronize_ = false;
+};
+
+}  // namespace torch
+}  // namespace chorus

@@ -1,0 +1,48 @@
+// Learning-rate conventions of data-parallel training: the global batch is
+// size() times the per-rank batch, so the learning rate scales with size(),
+// reached gradually over a warm-up (Goyal et al., "Accurate, Large Minibatch
+// SGD"; the convention Horovod users know).
+#pragma once
+
+#include <cstdint>
+
+#include <torch/optim/optimizer.h>
+
+namespace chorus {
+namespace torch {
+
+// lr x chorus::size().
+double scale_learning_rate(double lr);
+
+// Sets the learning rate of every parameter group of `optimizer` (any of
+// LibTorch's optimizers).
+void set_learning_rate(::torch::optim::Optimizer& optimizer, double lr);
+// The learning rate of the first parameter group.
+double get_learning_rate(const ::torch::optim::Optimizer& optimizer);
+
+// Linear warm-up from base_lr to base_lr x size() over the first
+// `warmup_epochs` epochs, then constant at base_lr x size(). Call step() once
+// per batch, before the optimizer's step.
+class LearningRateWarmup {
+ public:
+  // base_lr: the single-process learning rate. steps_per_epoch > 0,
+  // warmup_epochs >= 0 (0: no warm-up). Throws chorus::Error otherwise.
+  LearningRateWarmup(::torch::optim::Optimizer& optimizer, double base_lr, double warmup_epochs,
+                     int64_t steps_per_epoch);
+  // Advances one batch and sets the optimizer's learning rate.
+  void step();
+  // Jumps to a position (e.g. after resuming from a checkpoint).
+  void set_position(int64_t epoch, int64_t batch_in_epoch);
+  // The learning rate at the current position.
+  double learning_rate() const;
+
+ private:
+  ::torch::optim::Optimizer& optimizer_;
+  double base_lr_;
+  double warmup_epochs_;
+  int64_t steps_per_epoch_;
+  int64_t position_ = 0;  // batches since the start of training
+};
+
+}  // namespace torch
+}  // namespace chorus

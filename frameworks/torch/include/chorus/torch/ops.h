@@ -1,0 +1,115 @@
+// Collectives on LibTorch tensors. Each async op returns a TorchHandle that
+// keeps every tensor it needs alive until the collective is done; wait()
+// returns the result as a torch::Tensor. Contiguous CPU tensors of a supported
+// dtype go to the runtime without a copy; anything else is copied to a
+// contiguous tensor first (and, for in-place ops, copied back by wait()).
+//
+// Supported dtypes: uint8, int8, int32, int64, float16, bfloat16, float32,
+// float64, and bool for broadcast and allgather. Any other dtype, or a tensor
+// that is undefined, is a chorus::Error naming the tensor and the dtype.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "chorus/chorus.h"
+
+namespace chorus {
+namespace torch {
+
+namespace detail {
+struct PendingOp;
+}
+
+// The caller's end of one collective on torch tensors.
+class TorchHandle {
+ public:
+  TorchHandle() = default;
+  explicit TorchHandle(std::shared_ptr<detail::PendingOp> op) : op_(std::move(op)) {}
+
+  bool valid() const { return op_ != nullptr; }
+  const std::string& name() const;
+  // Blocks until done and returns the result (the output tensor; for an
+  // in-place op the caller's tensor, now holding the result). Throws
+  // chorus::Error with the runtime's message when the collective failed.
+  // A grouped allreduce returns its first output; use outputs() for all.
+  ::torch::Tensor wait() const;
+  // Like wait(), but returns false (and no result) after `timeout`.
+  bool wait_for(std::chrono::milliseconds timeout) const;
+  // Never blocks: true once done (successfully or not).
+  bool test() const;
+  bool poll() const { return test(); }
+  Status status() const;
+
+  // Valid after wait(): every output of a grouped allreduce (one otherwise).
+  std::vector<::torch::Tensor> outputs() const;
+  // alltoall: rows received from each rank (valid after wait()).
+  std::vector<int64_t> received_splits() const;
+  // The core handle underneath.
+  const chorus::Handle& handle() const;
+
+ private:
+  const detail::PendingOp& op() const;
+  std::shared_ptr<detail::PendingOp> op_;
+};
+
+// Maps a torch dtype to a chorus dtype; throws chorus::Error naming `what`
+// (usually the tensor name) for an unsupported one.
+DataType to_chorus_dtype(c10::ScalarType type, const std::string& what);
+c10::ScalarType to_torch_dtype(DataType dtype);
+
+// Allreduce into a new tensor (out of place) or into `tensor` itself (the
+// trailing underscore, as in LibTorch, means in place).
+TorchHandle allreduce_async(const ::torch::Tensor& tensor, const std::string& name,
+                            const AllreduceOptions& options = {});
+TorchHandle allreduce_async_(const ::torch::Tensor& tensor, const std::string& name,
+                             const AllreduceOptions& options = {});
+::torch::Tensor allreduce(const ::torch::Tensor& tensor, const std::string& name,
+                          const AllreduceOptions& options = {});
+void allreduce_(const ::torch::Tensor& tensor, const std::string& name,
+                const AllreduceOptions& options = {});
+
+// The tensors are negotiated and fused as one unit (see chorus.h).
+TorchHandle grouped_allreduce_async(const std::vector<::torch::Tensor>& tensors,
+                                    const std::string& name, const AllreduceOptions& options = {});
+TorchHandle grouped_allreduce_async_(const std::vector<::torch::Tensor>& tensors,
+                                     const std::string& name,
+                                     const AllreduceOptions& options = {});
+std::vector<::torch::Tensor> grouped_allreduce(const std::vector<::torch::Tensor>& tensors,
+                                               const std::string& name,
+                                               const AllreduceOptions& options = {});
+void grouped_allreduce_(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                        const AllreduceOptions& options = {});
+
+// Concatenation of every rank's tensor along dimension 0 (sizes may differ).
+TorchHandle allgather_async(const ::torch::Tensor& tensor, const std::string& name);
+::torch::Tensor allgather(const ::torch::Tensor& tensor, const std::string& name);
+
+// root_rank's tensor, in a new tensor or in place.
+TorchHandle broadcast_async(const ::torch::Tensor& tensor, int root_rank, const std::string& name);
+TorchHandle broadcast_async_(const ::torch::Tensor& tensor, int root_rank,
+                             const std::string& name);
+::torch::Tensor broadcast(const ::torch::Tensor& tensor, int root_rank, const std::string& name);
+void broadcast_(const ::torch::Tensor& tensor, int root_rank, const std::string& name);
+
+// Sends splits[i] rows (dimension 0) to rank i; empty splits: equal parts.
+// received_splits() on the handle tells how many rows came from each rank.
+TorchHandle alltoall_async(const ::torch::Tensor& tensor, const std::string& name,
+                           const std::vector<int64_t>& splits = {});
+// Returns {output, received_splits as an int64 tensor}.
+std::pair<::torch::Tensor, ::torch::Tensor> alltoall(const ::torch::Tensor& tensor,
+                                                     const std::string& name,
+                                                     const std::vector<int64_t>& splits = {});
+
+// Reduction of every rank's tensor; this rank keeps its slice of dimension 0.
+TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
+                                ReduceOp op = ReduceOp::kSum);
+::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
+                              ReduceOp op = ReduceOp::kSum);
+
+}  // namespace torch
+}  // namespace chorus

@@ -1,0 +1,45 @@
+// Making every rank start from the same state, and agreeing on metrics.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/ordered_dict.h>
+
+#include "chorus/chorus.h"
+
+namespace chorus {
+namespace torch {
+
+// Overwrites every parameter and buffer of `module` (or the given named
+// tensors) with root_rank's values, in place. Names must be the same on every
+// rank; a rank whose shapes differ fails with an error naming the tensor.
+void broadcast_parameters(const ::torch::nn::Module& module, int root_rank);
+void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tensor>& tensors,
+                          int root_rank);
+
+// Makes `optimizer` on every rank identical to root_rank's: per-parameter
+// state (Adam's moments and step counts, momentum buffers, ...) and every
+// parameter group's options, the learning rate included. Works whether or not
+// the optimizers have taken a step yet: a rank whose state is empty receives
+// root_rank's state, and an empty state on root_rank clears the others'.
+// Parameters are matched by position within their group, so the optimizers
+// must be built over the same model on every rank.
+void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_rank);
+
+// Reduces a scalar across ranks (default: the average), e.g. a loss or an
+// accuracy for logging and early stopping. Every rank must call it with the
+// same name.
+double allreduce_metric(double value, const std::string& name,
+                        ReduceOp op = ReduceOp::kAverage);
+// Broadcasts a small value (an epoch number, a flag) from root_rank.
+int64_t broadcast_scalar(int64_t value, int root_rank, const std::string& name);
+double broadcast_scalar(double value, int root_rank, const std::string& name);
+// Broadcasts raw bytes (a serialized object) of any length from root_rank.
+std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name);
+
+}  // namespace torch
+}  // namespace chorus
