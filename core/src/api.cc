@@ -7,6 +7,7 @@
 
 #include "argument_checks.h"
 #include "chorus/chorus.h"
+#include "launcher_rendezvous.h"
 #include "runtime.h"
 
 namespace chorus {
@@ -24,6 +25,9 @@ class RuntimeOwner {
   void init() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (runtime_) return;
+    // Before MPI starts: a rank that waits there for a missing peer has
+    // still reached init(), and chorusrun's start timeout says so.
+    report_init_to_launcher();
     std::unique_ptr<Runtime> runtime;
     throw_if_error(Runtime::create(&runtime));
     runtime_ = std::move(runtime);

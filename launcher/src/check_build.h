@@ -1,0 +1,23 @@
+// chorusrun --check-build: what this build of Chorus supports, as a
+// checklist (compile-time features from CMake, launchers found at run time).
+#pragma once
+
+#include <string>
+
+namespace chorus::launcher {
+
+struct BuildFeatures {
+  std::string version;
+  bool mpi = true;
+  bool nccl = false;
+  bool torch = false;
+  std::string mpirun;  // "Open MPI 4.1.4", or "" when not found / not supported
+  std::string srun;  // "slurm 22.05.8", or why srun is not usable ("" when absent)
+  bool srun_works = false;
+};
+
+// The features compiled into this binary, and the launchers on PATH.
+BuildFeatures detect_build_features();
+std::string format_check_build(const BuildFeatures& features);
+
+}  // namespace chorus::launcher

@@ -1,0 +1,96 @@
+#include "job_outcome.h"
+
+#include <sstream>
+
+namespace chorus::launcher {
+namespace {
+
+std::set<int> missing_from(int np, const std::set<int>& present) {
+  std::set<int> missing;
+  for (int r = 0; r < np; ++r) {
+    if (!present.count(r)) missing.insert(r);
+  }
+  return missing;
+}
+
+std::string format_seconds(double seconds) {
+  std::ostringstream out;
+  out << seconds;
+  return out.str();
+}
+
+std::string launcher_status_text(const JobRecord& record) {
+  if (record.launcher_signaled) {
+    return record.launcher + " was killed by signal " + std::to_string(record.launcher_status) + " (" +
+           signal_name(record.launcher_status) + ")";
+  }
+  return record.launcher + " exited with code " + std::to_string(record.launcher_status);
+}
+
+int exit_status_for(const RankExit& exit) { return exit.signaled ? 128 + exit.value : exit.value; }
+
+}  // namespace
+
+std::string format_ranks(const std::set<int>& ranks) {
+  std::string out = "[";
+  for (int r : ranks) out += (out.size() > 1 ? ", " : "") + std::to_string(r);
+  return out + "]";
+}
+
+std::string describe_exit(const RankExit& exit) {
+  std::string who = "rank " + std::to_string(exit.rank) + (exit.host.empty() ? "" : " (on " + exit.host + ")");
+  if (exit.signaled) {
+    return who + " was killed by signal " + std::to_string(exit.value) + " (" + signal_name(exit.value) + ")";
+  }
+  return who + " exited with code " + std::to_string(exit.value);
+}
+
+JobOutcome decide_outcome(const JobRecord& record) {
+  if (record.start_timeout_seconds) {
+    std::string line = "chorusrun: start timeout: rank(s) " +
+                       format_ranks(missing_from(record.np, record.initialized)) +
+                       " did not reach chorus::init() within " + format_seconds(*record.start_timeout_seconds) +
+                       " s";
+    if (!record.initialized.empty()) line += " (rank(s) " + format_ranks(record.initialized) + " did)";
+    return {kStartTimeoutExitStatus, line + "; the job was stopped"};
+  }
+  if (record.stopped_by_signal) {
+    return {128 + *record.stopped_by_signal,
+            "chorusrun: stopped by " + signal_name(*record.stopped_by_signal) + "; every rank was ended"};
+  }
+  // The first rank that failed on its own is the cause; ranks stopped
+  // afterwards (their wrapper was told to stop them) are consequences.
+  for (const RankExit& exit : record.exits) {
+    if (!exit.ok() && !exit.stopped) return {exit_status_for(exit), "chorusrun: " + describe_exit(exit)};
+  }
+  const int launcher_failure = record.launcher_signaled ? 128 + record.launcher_status : record.launcher_status;
+  if (!record.lost.empty()) {
+    return {launcher_failure != 0 ? launcher_failure : 1,
+            "chorusrun: rank(s) " + format_ranks(record.lost) +
+                " ended without reporting how (their chorusrun rank wrapper was killed); " +
+                launcher_status_text(record)};
+  }
+  for (const RankExit& exit : record.exits) {
+    if (!exit.ok()) return {exit_status_for(exit), "chorusrun: " + describe_exit(exit) + " after being told to stop"};
+  }
+  std::set<int> exited;
+  for (const RankExit& exit : record.exits) exited.insert(exit.rank);
+  const std::set<int> never_started = missing_from(record.np, record.started);
+  if (!never_started.empty()) {
+    return {launcher_failure != 0 ? launcher_failure : 1,
+            "chorusrun: " + launcher_status_text(record) + "; rank(s) " + format_ranks(never_started) +
+                " never started"};
+  }
+  const std::set<int> no_report = missing_from(record.np, exited);
+  if (!no_report.empty()) {
+    return {launcher_failure != 0 ? launcher_failure : 1,
+            "chorusrun: " + launcher_status_text(record) + "; rank(s) " + format_ranks(no_report) +
+                " did not report their exit"};
+  }
+  if (launcher_failure != 0) {
+    return {launcher_failure, "chorusrun: " + launcher_status_text(record) + " although every rank exited 0"};
+  }
+  return {0, ""};
+}
+
+}  // namespace chorus::launcher

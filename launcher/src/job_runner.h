@@ -1,0 +1,29 @@
+// Runs the launcher command (mpirun or srun) and watches the job through the
+// ranks' reports until it ends; turns SIGINT/SIGTERM/SIGHUP and the start
+// timeout into a stop of the whole job.
+#pragma once
+
+#include <string>
+
+#include "command.h"
+#include "job_outcome.h"
+#include "report_listener.h"
+
+namespace chorus::launcher {
+
+struct RunSettings {
+  int np = 0;
+  std::string launcher_name = "mpirun";
+  std::string token;
+  double start_timeout_seconds = 0.0;  // 0: none
+  // After asking the launcher to stop (SIGTERM), how long before SIGKILL.
+  double kill_grace_seconds = 5.0;
+  // After the launcher exits, how long to wait for reports still in flight.
+  double drain_seconds = 2.0;
+};
+
+// `signal_fd` comes from open_supervisor_signalfd(), opened before anything
+// was started. Returns how the job ended.
+JobOutcome run_job(const Command& command, const RunSettings& settings, ReportListener* listener, int signal_fd);
+
+}  // namespace chorus::launcher

@@ -1,0 +1,233 @@
+#include "launch_options.h"
+
+#include <boost/program_options.hpp>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "host_list.h"
+#include "runtime_settings.h"
+#include "usage_error.h"
+
+namespace po = boost::program_options;
+
+namespace chorus::launcher {
+namespace {
+
+po::options_description make_description() {
+  po::options_description general("chorusrun options");
+  // Values are read as strings and checked here, so that every bad value
+  // gets a message in our words rather than Boost's.
+  general.add_options()
+      ("help,h", "print this help")
+      ("np", po::value<std::string>(), "number of ranks (-np also works); default: all slots, or SLURM_NTASKS")
+      ("hosts,H", po::value<std::string>(), "hosts and slots: host1:2,host2:4 (default: localhost, or the Slurm allocation)")
+      ("hostfile", po::value<std::string>(), "file of 'HOST slots=N' lines ('#' comments allowed)")
+      ("launcher", po::value<std::string>(), "mpirun or srun (default: srun inside a Slurm allocation, else mpirun)")
+      ("export,x", po::value<std::vector<std::string>>()->composing(), "forward a variable: -x NAME or -x NAME=VALUE (repeatable)")
+      ("network-interface", po::value<std::string>(), "interfaces or subnets MPI's TCP traffic may use: eth0 or 10.0.0.0/24 (comma-separated)")
+      ("mpi-args", po::value<std::string>(), "extra arguments for mpirun (or srun), as one quoted string")
+      ("report-address", po::value<std::string>(), "address of this machine that every host can reach (default: found from the route to the hosts)")
+      ("bind-to", po::value<std::string>(), "mpirun process binding: none (default), core or socket")
+      ("start-timeout", po::value<std::string>(), "seconds for every rank to reach chorus::init() (default: no limit)")
+      ("tag-output", po::bool_switch(), "prefix each output line with its rank (default when -np > 1)")
+      ("no-tag-output", po::bool_switch(), "do not prefix output lines")
+      ("dry-run", po::bool_switch(), "print the command that would run, and exit")
+      ("verbose", po::bool_switch(), "print the command, then run it")
+      ("check-build", po::bool_switch(), "print what this build of Chorus supports, and exit");
+  po::options_description runtime("runtime options (passed to every rank as CHORUS_* variables)");
+  for (const RuntimeFlag& flag : runtime_flags()) {
+    runtime.add_options()(flag.option, po::value<std::string>(), flag.help);
+  }
+  po::options_description all;
+  all.add(general).add(runtime);
+  return all;
+}
+
+// Where chorusrun's own arguments end: at "--", or at the first word that is
+// neither an option nor an option's value.
+size_t program_start(const po::options_description& description, std::vector<std::string>* args,
+                     bool* saw_separator) {
+  *saw_separator = false;
+  for (size_t i = 0; i < args->size(); ++i) {
+    std::string& arg = (*args)[i];
+    if (arg == "--") {
+      *saw_separator = true;
+      return i;
+    }
+    if (arg == "-np") arg = "--np";  // mpirun's spelling
+    if (arg.size() < 2 || arg[0] != '-') return i;
+    const bool is_long = arg[1] == '-';
+    if (is_long && arg.find('=') != std::string::npos) continue;
+    if (!is_long && arg.size() > 2) continue;  // -x=... or -xNAME: value attached
+    const std::string key = is_long ? arg.substr(2) : arg;
+    const po::option_description* option = description.find_nothrow(key, false, false, false);
+    if (option != nullptr && option->semantic()->max_tokens() > 0) ++i;  // skip its value
+  }
+  return args->size();
+}
+
+double parse_seconds(const std::string& text, const std::string& option) {
+  double value = -1.0;
+  const auto result = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || result.ec != std::errc() || result.ptr != text.data() + text.size() ||
+      !std::isfinite(value) || value <= 0.0 || value > 86400.0) {
+    throw UsageError(option + "='" + text + "' is invalid: expected a number of seconds in (0, 86400]");
+  }
+  return value;
+}
+
+void check_network_interface(const std::string& text) {
+  std::stringstream stream(text);
+  std::string item;
+  bool any = false;
+  while (std::getline(stream, item, ',')) {
+    any = true;
+    bool ok = !item.empty();
+    for (char c : item) {
+      ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                  c == '-' || c == '_' || c == ':' || c == '/');
+    }
+    if (!ok) {
+      throw UsageError("--network-interface='" + text + "' is invalid at '" + item +
+                       "': expected interface names or IPv4 subnets such as eth0 or 10.0.0.0/24, comma-separated");
+    }
+  }
+  if (!any || text.back() == ',') {
+    throw UsageError("--network-interface='" + text +
+                     "' is invalid: expected interface names or IPv4 subnets such as eth0 or 10.0.0.0/24, comma-separated");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> split_words(const std::string& text, const std::string& origin) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote == '\'') {
+      if (c == '\'') quote = 0; else word += c;
+    } else if (quote == '"') {
+      if (c == '"') {
+        quote = 0;
+      } else if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '"' || text[i + 1] == '\\')) {
+        word += text[++i];
+      } else {
+        word += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < text.size()) {
+      word += text[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quote != 0) throw UsageError(origin + " has an unclosed " + std::string(1, quote) + " quote");
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+LaunchOptions parse_launch_options(const std::vector<std::string>& raw_args) {
+  const po::options_description description = make_description();
+  std::vector<std::string> args = raw_args;
+  bool separator = false;
+  const size_t start = program_start(description, &args, &separator);
+  const std::vector<std::string> own(args.begin(), args.begin() + static_cast<long>(start));
+  LaunchOptions options;
+  options.program.assign(args.begin() + static_cast<long>(start + (separator ? 1 : 0)), args.end());
+
+  po::variables_map values;
+  try {
+    po::store(po::command_line_parser(own).options(description).style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing).run(),
+              values);
+    po::notify(values);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + " (chorusrun --help lists the options)");
+  }
+  auto text = [&](const char* name) -> std::string {
+    return values.count(name) ? values[name].as<std::string>() : std::string();
+  };
+
+  options.help = values.count("help") > 0;
+  options.dry_run = values["dry-run"].as<bool>();
+  options.verbose = values["verbose"].as<bool>();
+  options.check_build = values["check-build"].as<bool>();
+  if (options.help || options.check_build) return options;
+
+  if (values.count("np")) {
+    int np = 0;
+    if (!parse_positive_int(text("np"), &np)) {
+      throw UsageError("-np='" + text("np") + "' is invalid: expected a positive integer number of ranks");
+    }
+    options.np = np;
+  }
+  options.host_list = text("hosts");
+  options.hostfile = text("hostfile");
+  if (values.count("hosts") && values.count("hostfile")) {
+    throw UsageError("-H and --hostfile were both given: expected one of them");
+  }
+  if (values.count("hosts") && options.host_list.empty()) {
+    throw UsageError("-H is empty: expected host[:slots],... such as 'node1:2,node2:2'");
+  }
+  if (values.count("launcher")) {
+    options.launcher = text("launcher");
+    if (options.launcher != "mpirun" && options.launcher != "srun") {
+      throw UsageError("--launcher='" + options.launcher + "' is invalid: expected mpirun or srun");
+    }
+  }
+  for (const RuntimeFlag& flag : runtime_flags()) {
+    if (values.count(flag.option)) {
+      options.runtime_variables.push_back(runtime_variable_for(flag.option, text(flag.option)));
+    }
+  }
+  if (values.count("export")) options.exports = values["export"].as<std::vector<std::string>>();
+  if (values.count("network-interface")) {
+    options.network_interface = text("network-interface");
+    check_network_interface(options.network_interface);
+  }
+  if (values.count("mpi-args")) options.mpi_args = split_words(text("mpi-args"), "--mpi-args");
+  if (values.count("report-address")) {
+    options.report_address = text("report-address");
+    if (!is_valid_host_name(options.report_address)) {
+      throw UsageError("--report-address='" + options.report_address +
+                       "' is invalid: expected a host name or IPv4 address of this machine");
+    }
+  }
+  if (values.count("bind-to")) {
+    options.bind_to = text("bind-to");
+    if (options.bind_to != "none" && options.bind_to != "core" && options.bind_to != "socket") {
+      throw UsageError("--bind-to='" + options.bind_to + "' is invalid: expected none, core or socket");
+    }
+  }
+  if (values.count("start-timeout")) options.start_timeout_seconds = parse_seconds(text("start-timeout"), "--start-timeout");
+  const bool tag = values["tag-output"].as<bool>(), no_tag = values["no-tag-output"].as<bool>();
+  if (tag && no_tag) throw UsageError("--tag-output and --no-tag-output were both given: expected one of them");
+  if (tag || no_tag) options.tag_output = tag;
+  if (options.program.empty()) {
+    throw UsageError("no program to run: expected chorusrun [options] [--] PROGRAM [ARGS...]");
+  }
+  return options;
+}
+
+std::string launch_usage() {
+  std::ostringstream out;
+  out << "Usage: chorusrun -np N [-H host:slots,... | --hostfile FILE] [options] [--] PROGRAM [ARGS...]\n"
+      << "Starts N ranks of PROGRAM through mpirun (or srun inside a Slurm allocation), forwards the\n"
+      << "runtime options as CHORUS_* variables, prefixes output with ranks and exits 0 only if every\n"
+      << "rank did. See docs/LAUNCHER.md.\n\n"
+      << make_description();
+  return out.str();
+}
+
+}  // namespace chorus::launcher

@@ -1,0 +1,33 @@
+#include "mpi_implementation.h"
+
+#include <regex>
+
+#include "process_util.h"
+#include "usage_error.h"
+
+namespace chorus::launcher {
+
+MpiImplementation identify_mpi(const std::string& output) {
+  static const std::regex open_mpi(R"(\(Open MPI\) ([0-9][0-9A-Za-z.+-]*))");
+  std::smatch match;
+  if (std::regex_search(output, match, open_mpi)) return MpiImplementation{"Open MPI", match[1].str()};
+  std::string what = "an unknown MPI";
+  if (output.find("HYDRA") != std::string::npos || output.find("MPICH") != std::string::npos) what = "MPICH (Hydra)";
+  if (output.find("Intel(R) MPI") != std::string::npos) what = "Intel MPI";
+  const std::string first_line = output.substr(0, output.find('\n'));
+  throw UsageError("mpirun is " + what + " ('mpirun --version' printed '" + first_line +
+                   "'): chorusrun supports Open MPI's mpirun; put Open MPI's mpirun first on PATH, "
+                   "or use --launcher srun inside a Slurm allocation");
+}
+
+MpiImplementation detect_mpi(const std::string& mpirun) {
+  CapturedOutput result;
+  std::string error;
+  if (!capture_output({mpirun, "--version"}, &result, &error)) {
+    throw UsageError("cannot run '" + mpirun + " --version' (" + error +
+                     "): chorusrun needs Open MPI's mpirun on PATH (Debian: apt-get install openmpi-bin)");
+  }
+  return identify_mpi(result.output);
+}
+
+}  // namespace chorus::launcher

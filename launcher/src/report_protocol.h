@@ -1,0 +1,45 @@
+// The lines ranks send to chorusrun's report listener, one TCP connection
+// each, text, newline-terminated:
+//   hello <token> <rank> <pid> <host>          the rank wrapper started the program
+//   exit <token> <rank> code <n> <seconds> <stopped>
+//   exit <token> <rank> signal <n> <seconds> <stopped>
+//                                              the program ended; <stopped> is 1 when the
+//                                              wrapper had been told to stop it (so the
+//                                              failure is a consequence, not a cause)
+//   init <token> <rank>                        the program reached chorus::init()
+//                                              (sent by core/src/launcher_rendezvous.cc)
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace chorus::launcher {
+
+struct RankExit {
+  int rank = -1;
+  bool signaled = false;  // value is a signal number, else an exit code
+  int value = 0;
+  double seconds = 0.0;   // how long the program ran
+  bool stopped = false;   // the wrapper was told to stop it first
+  std::string host;       // filled in by the launcher from the hello
+  bool ok() const { return !signaled && value == 0; }
+};
+
+struct ReportMessage {
+  enum class Kind { kHello, kInit, kExit } kind = Kind::kHello;
+  std::string token;
+  int rank = -1;
+  long pid = 0;
+  std::string host;
+  RankExit exit;
+};
+
+std::string format_hello(const std::string& token, int rank, long pid, const std::string& host);
+std::string format_exit(const std::string& token, const RankExit& exit);
+// nullopt for a line that is not one of the above.
+std::optional<ReportMessage> parse_report(const std::string& line);
+
+// "SIGKILL", or "signal 70" for a number without a name.
+std::string signal_name(int signal_number);
+
+}  // namespace chorus::launcher

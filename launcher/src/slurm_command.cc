@@ -1,0 +1,27 @@
+#include "slurm_command.h"
+
+namespace chorus::launcher {
+
+Command build_srun_command(const JobPlan& plan, const WrapperInvocation& wrapper) {
+  Command command;
+  std::vector<std::string>& argv = command.argv;
+  // pmix is the only plugin Debian's Open MPI can start under (pmi2 and none
+  // fail with "OMPI was not built with SLURM's PMI support").
+  // --kill-on-bad-exit: one failed rank ends the step at once instead of
+  // leaving the others waiting in a collective.
+  argv.insert(argv.end(), {"srun", "--mpi=pmix", "--ntasks=" + std::to_string(plan.np), "--kill-on-bad-exit=1"});
+  // srun exports chorusrun's whole environment to the tasks (its default
+  // --export=ALL), so the variables only need to be set for srun itself.
+  for (const ForwardedVariable& variable : plan.variables) {
+    if (variable.set) command.environment.emplace_back(variable.name, variable.value);
+  }
+  if (!plan.options.network_interface.empty()) {
+    command.environment.emplace_back("OMPI_MCA_btl_tcp_if_include", plan.options.network_interface);
+  }
+  argv.insert(argv.end(), plan.options.mpi_args.begin(), plan.options.mpi_args.end());
+  const std::vector<std::string> rank = wrapper_argv(plan, wrapper);
+  argv.insert(argv.end(), rank.begin(), rank.end());
+  return command;
+}
+
+}  // namespace chorus::launcher
