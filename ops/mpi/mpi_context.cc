@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "ops/mpi/mpi_topology.h"
+
 namespace chorus {
 
 namespace {
@@ -54,22 +56,8 @@ Status MpiContext::create(std::unique_ptr<MpiContext>* out) {
   CHORUS_RETURN_IF_ERROR(dup(MPI_COMM_WORLD, &context->trigger_));
   CHORUS_RETURN_IF_ERROR(dup(MPI_COMM_WORLD, &context->data_));
 
-  Topology& t = context->topology_;
-  MPI_Comm_rank(MPI_COMM_WORLD, &t.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &t.size);
-  // Local = same shared-memory node; cross = the ranks with my local rank.
-  MPI_Comm local = MPI_COMM_NULL;
-  int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t.rank, MPI_INFO_NULL, &local);
-  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Comm_split_type", rc));
-  MPI_Comm_rank(local, &t.local_rank);
-  MPI_Comm_size(local, &t.local_size);
-  MPI_Comm cross = MPI_COMM_NULL;
-  rc = MPI_Comm_split(MPI_COMM_WORLD, t.local_rank, t.rank, &cross);
-  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Comm_split", rc));
-  MPI_Comm_rank(cross, &t.cross_rank);
-  MPI_Comm_size(cross, &t.cross_size);
-  MPI_Comm_free(&local);
-  MPI_Comm_free(&cross);
+  // Local and cross ranks follow the launcher's nodes (ops/mpi/mpi_topology.h).
+  CHORUS_RETURN_IF_ERROR(discover_topology(context->control_, &context->topology_));
 
   CHORUS_RETURN_IF_ERROR(context->types_.create());
   *out = std::move(context);

@@ -24,9 +24,11 @@ bool is_initialized();
 
 int rank();
 int size();
-int local_rank();   // rank among the processes of this host
+// A node is what the launcher calls one (a Slurm node, an mpirun host):
+// see docs/DESIGN.md, "Nodes".
+int local_rank();   // rank among the processes of this node
 int local_size();
-int cross_rank();   // index of this host among the hosts
+int cross_rank();   // index of this node among the nodes
 int cross_size();
 
 // Allocates the output of a collective whose output size is known only after
