@@ -1,0 +1,76 @@
+# Sourced by the Slurm integration tests (test/slurm/*_test.sh). The cluster
+# is started by the slurm_cluster_start fixture (scripts/slurm_cluster.sh)
+# and found through SLURM_CONF, which CTest sets for every Slurm test.
+
+# slurm_test_begin NAME: checks that the cluster can be used, or explains why not.
+slurm_test_begin() {
+  test_name=$1
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "$test_name: SKIPPED: not running as root (uid $(id -u)); the local Slurm cluster needs root"
+    exit 77
+  fi
+  [[ -n ${SLURM_CONF:-} ]] || fail "SLURM_CONF is not set: run this test through ctest (the slurm_cluster fixture sets it)"
+  [[ -r $SLURM_CONF ]] ||
+    fail "SLURM_CONF=$SLURM_CONF does not exist: the slurm_cluster_start fixture did not start the cluster (see its output)"
+  local tool
+  for tool in srun sbatch squeue scontrol; do
+    command -v "$tool" >/dev/null || fail "'$tool' is not installed: run scripts/install_deps.sh"
+  done
+  local states
+  states=$(timeout 10 sinfo -h -N -o '%N %t' 2>&1) || fail "sinfo cannot reach the cluster: $states"
+  echo "$test_name: nodes: $(echo $states)"
+  work_dir=$(mktemp -d "${TMPDIR:-/tmp}/$test_name.XXXXXX")
+}
+
+fail() {
+  echo "${test_name:-slurm test}: FAIL: $*" >&2
+  exit 1
+}
+
+# run_bounded SECONDS OUTPUT_FILE COMMAND...: runs COMMAND with a deadline,
+# output to the file and to this test's log; sets `rc`, `elapsed` and
+# `timed_out` (1 when the deadline ended it: timeout's 124, or 137 from its
+# SIGKILL, which srun also returns when a task was killed).
+run_bounded() {
+  local limit=$1 output=$2
+  shift 2
+  echo "+ $*"
+  local start=$SECONDS
+  set +e
+  timeout --kill-after=5 "$limit" "$@" >"$output" 2>&1
+  rc=$?
+  set -e
+  elapsed=$((SECONDS - start))
+  timed_out=0
+  if ((rc == 124 || (rc == 137 && elapsed >= limit))); then timed_out=1; fi
+  sed 's/^/  | /' "$output"
+  echo "exit status $rc after ${elapsed} s"
+}
+
+# expect_line FILE REGEX WHAT: FILE must contain a line matching REGEX.
+expect_line() {
+  grep -Eq -- "$2" "$1" || fail "$3 (no line matches '$2')"
+}
+
+# wait_until_gone SECONDS JOB_NAME: the cluster must have no running job or
+# step named JOB_NAME within SECONDS.
+wait_until_gone() {
+  local deadline=$((SECONDS + $1)) left
+  while :; do
+    left=$(squeue -h -n "$2" -t running,pending,completing -o '%i %t' 2>/dev/null || true)
+    [[ -z $left ]] && return 0
+    ((SECONDS < deadline)) || fail "job '$2' still listed after $1 s: $left"
+    sleep 0.2
+  done
+}
+
+# Pids of the processes running the executable $1 (matched by /proc/PID/exe,
+# so scripts that merely name it on their command line do not count).
+pids_running() {
+  local exe pid_dir
+  exe=$(readlink -f "$1")
+  for pid_dir in /proc/[0-9]*; do
+    [[ $(readlink "$pid_dir/exe" 2>/dev/null) == "$exe" ]] && echo "${pid_dir#/proc/}"
+  done
+  return 0
+}
