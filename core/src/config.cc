@@ -42,6 +42,17 @@ constexpr int64_t kMaxFusionThreshold = int64_t{1} << 40;
 constexpr int64_t kMaxCacheCapacity = 1000000;
 constexpr double kMaxCycleTimeMs = 10000.0;
 constexpr double kMaxStallSeconds = 86400.0;
+constexpr int64_t kMaxShmThreshold = int64_t{1} << 40;
+
+bool parse_shm_mode(const std::string& text, ShmAllreduceMode* out) {
+  for (ShmAllreduceMode mode : {ShmAllreduceMode::kAuto, ShmAllreduceMode::kOn, ShmAllreduceMode::kOff}) {
+    if (text == shm_allreduce_mode_name(mode)) {
+      *out = mode;
+      return true;
+    }
+  }
+  return false;
+}
 
 // One row per variable: its name, what the error message says is accepted,
 // and how a set value is stored. Keep the ranges in `expected` in step with
@@ -82,9 +93,24 @@ const Variable kVariables[] = {
      }},
     {"CHORUS_LOG_LEVEL", "one of trace, debug, info, warning, error",
      [](const std::string& v, Config* c) { return parse_log_level(v, &c->log_level); }},
+    {"CHORUS_SHM_ALLREDUCE", "one of auto, on, off",
+     [](const std::string& v, Config* c) { return parse_shm_mode(v, &c->shm_allreduce); }},
+    {"CHORUS_SHM_ALLREDUCE_THRESHOLD", "an integer number of bytes in [0, 1099511627776]",
+     [](const std::string& v, Config* c) {
+       return parse_integer(v, 0, kMaxShmThreshold, &c->shm_allreduce_threshold_bytes);
+     }},
 };
 
 }  // namespace
+
+const char* shm_allreduce_mode_name(ShmAllreduceMode mode) {
+  switch (mode) {
+    case ShmAllreduceMode::kAuto: return "auto";
+    case ShmAllreduceMode::kOn: return "on";
+    case ShmAllreduceMode::kOff: return "off";
+  }
+  return "unknown";
+}
 
 Status Config::from_env(Config* out, const Lookup& lookup) {
   // Parse into a fresh Config so that a failure leaves *out untouched and a

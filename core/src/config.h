@@ -13,6 +13,11 @@
 
 namespace chorus {
 
+// CHORUS_SHM_ALLREDUCE: whether allreduces of host memory may run over shared
+// memory among the ranks of one host (ops/shm/).
+enum class ShmAllreduceMode { kAuto, kOn, kOff };
+const char* shm_allreduce_mode_name(ShmAllreduceMode mode);
+
 struct Config {
   // CHORUS_FUSION_THRESHOLD: bytes; 0 disables fusion. Default 64 MiB.
   int64_t fusion_threshold_bytes = 64LL << 20;
@@ -32,6 +37,12 @@ struct Config {
   double stall_shutdown_seconds = 0.0;
   // CHORUS_LOG_LEVEL: trace, debug, info, warning, error. Default warning.
   LogLevel log_level = LogLevel::kWarning;
+  // CHORUS_SHM_ALLREDUCE: auto (default: shared memory when every rank is on
+  // one host and the message is at least the threshold), on (every allreduce
+  // on host memory; the job must be on one host), off (always MPI).
+  ShmAllreduceMode shm_allreduce = ShmAllreduceMode::kAuto;
+  // CHORUS_SHM_ALLREDUCE_THRESHOLD: bytes from which auto picks shared memory.
+  int64_t shm_allreduce_threshold_bytes = 64LL << 10;
 
   using Lookup = std::function<const char*(const char* name)>;
   // Reads every variable through `lookup` (std::getenv by default).

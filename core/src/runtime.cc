@@ -36,16 +36,20 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, const Config::Lookup& env)
 Status Runtime::agree_to_start(const Status& local) {
   CHORUS_RETURN_IF_ERROR(agree(local, "could not start"));
   std::string shared = std::to_string(config_.fusion_threshold_bytes) + " " +
-                       std::to_string(config_.cache_capacity);
+                       std::to_string(config_.cache_capacity) + " " +
+                       shm_allreduce_mode_name(config_.shm_allreduce) + " " +
+                       std::to_string(config_.shm_allreduce_threshold_bytes);
   const std::string mine = shared;
   CHORUS_RETURN_IF_ERROR(comm_->controller_transport()->broadcast_from_coordinator(&shared));
   Status same;
   if (shared != mine) {
     same = Status::InvalidArgument(
-        "CHORUS_FUSION_THRESHOLD and CHORUS_CACHE_CAPACITY must be the same on every rank: rank " +
+        "CHORUS_FUSION_THRESHOLD, CHORUS_CACHE_CAPACITY, CHORUS_SHM_ALLREDUCE and "
+        "CHORUS_SHM_ALLREDUCE_THRESHOLD must be the same on every rank: rank " +
         std::to_string(topology().rank) + " has " + mine + ", rank 0 has " + shared);
   }
-  return agree(same, "has CHORUS_FUSION_THRESHOLD or CHORUS_CACHE_CAPACITY different from rank 0");
+  return agree(same, "has CHORUS_FUSION_THRESHOLD, CHORUS_CACHE_CAPACITY, CHORUS_SHM_ALLREDUCE or "
+                     "CHORUS_SHM_ALLREDUCE_THRESHOLD different from rank 0");
 }
 
 Status Runtime::agree(const Status& local, const std::string& what) {

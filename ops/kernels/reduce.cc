@@ -4,53 +4,17 @@
 
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "ops/kernels/half.h"
+#include "ops/kernels/reduce_ops.h"
 
 namespace chorus {
 namespace {
 
-// Signed integer overflow is undefined behaviour, but MPI and every framework
-// treat integer sums and products as wrapping. Doing the arithmetic in the
-// unsigned type of the same width gives exactly that, with no UB.
-template <typename T, bool = std::is_integral<T>::value>
-struct WrapType {
-  using type = T;
-};
-template <typename T>
-struct WrapType<T, true> {
-  using type = std::make_unsigned_t<T>;
-};
-template <typename T>
-using Wrap = typename WrapType<T>::type;
-
-struct SumOp {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(static_cast<Wrap<T>>(a) + static_cast<Wrap<T>>(b));
-  }
-};
-struct ProductOp {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(static_cast<Wrap<T>>(a) * static_cast<Wrap<T>>(b));
-  }
-};
-// Written as selects (not std::min) so that float loops map onto the
-// vector min/max instructions without -ffast-math.
-struct MinOp {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return b < a ? b : a;
-  }
-};
-struct MaxOp {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a < b ? b : a;
-  }
-};
+using kernels::MaxOp;
+using kernels::MinOp;
+using kernels::ProductOp;
+using kernels::SumOp;
 
 // GCC 12 at -O2 only vectorises a loop when no scalar remainder is needed
 // (its "very cheap" cost model), so the bulk runs in blocks of a constant

@@ -1,0 +1,28 @@
+// Reduction of several ranks' buffers at once, in rank order.
+//
+// out[i] = ((in[0][i] op in[1][i]) op in[2][i]) ... op in[ranks-1][i]
+//
+// Every element is combined in the same order wherever it sits in the
+// buffer, so a tensor reduced alone and the same tensor inside a fused buffer
+// get bit-identical results, whatever the timing. For float32, float64 and
+// the integer types this is also bit for bit what OrderedReduction (the MPI
+// path, which folds pairwise in rank order) computes. float16 and bfloat16
+// accumulate in float32 over all ranks and round once at the end, which on
+// 3 or more ranks is more accurate than rounding after every rank (and so
+// can differ in the last bit from the pairwise MPI path).
+#pragma once
+
+#include <cstdint>
+
+#include "chorus/status.h"
+#include "chorus/types.h"
+
+namespace chorus {
+
+// `inputs` holds `ranks` (>= 1) pointers to `count` elements each. `out` may
+// be one of the inputs (the same address, not a partial overlap). op is
+// kSum, kMin, kMax or kProduct; kBool and kAverage are invalid arguments.
+Status reduce_ranks_in_order(void* out, const void* const* inputs, int ranks, int64_t count,
+                             DataType dtype, ReduceOp op);
+
+}  // namespace chorus

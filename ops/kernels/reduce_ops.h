@@ -1,0 +1,52 @@
+// The element-wise reduce operations shared by the reduction kernels
+// (reduce.cc: pairwise, ordered_reduce.cc: several ranks at once).
+#pragma once
+
+#include <type_traits>
+
+namespace chorus {
+namespace kernels {
+
+// Signed integer overflow is undefined behaviour, but MPI and every framework
+// treat integer sums and products as wrapping. Doing the arithmetic in the
+// unsigned type of the same width gives exactly that, with no UB.
+template <typename T, bool = std::is_integral<T>::value>
+struct WrapType {
+  using type = T;
+};
+template <typename T>
+struct WrapType<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using Wrap = typename WrapType<T>::type;
+
+struct SumOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(static_cast<Wrap<T>>(a) + static_cast<Wrap<T>>(b));
+  }
+};
+struct ProductOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(static_cast<Wrap<T>>(a) * static_cast<Wrap<T>>(b));
+  }
+};
+// Written as selects (not std::min) so that float loops map onto the
+// vector min/max instructions without -ffast-math.
+struct MinOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+struct MaxOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a < b ? b : a;
+  }
+};
+
+}  // namespace kernels
+}  // namespace chorus

@@ -1,0 +1,17 @@
+#include "ops/shm/shm_selection.h"
+
+namespace chorus {
+
+bool ShmAllreduceSelection::use_shm(int64_t bytes, DataType dtype, ReduceOp op) const {
+  switch (mode) {
+    case ShmAllreduceMode::kOff: return false;
+    case ShmAllreduceMode::kOn: return true;
+    case ShmAllreduceMode::kAuto: break;
+  }
+  const bool half = dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+  const bool rounds_per_step = op == ReduceOp::kSum || op == ReduceOp::kProduct;
+  if (ranks > 2 && half && rounds_per_step) return true;
+  return bytes >= threshold_bytes;
+}
+
+}  // namespace chorus

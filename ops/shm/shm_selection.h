@@ -1,0 +1,27 @@
+// Which allreduces of host memory run over shared memory (ShmAllreduce)
+// rather than MPI, keyed by message size, dtype and op. Every rank holds
+// rank 0's settings, so all ranks pick the same path for a collective.
+#pragma once
+
+#include <cstdint>
+
+#include "chorus/types.h"
+#include "config.h"
+
+namespace chorus {
+
+struct ShmAllreduceSelection {
+  ShmAllreduceMode mode = ShmAllreduceMode::kOff;
+  int64_t threshold_bytes = 0;
+  int ranks = 1;
+
+  // kOff: never. kOn: always. kAuto: messages of threshold_bytes and more,
+  // and float16/bfloat16 sums and products on 3+ ranks of any size: the
+  // shared-memory path accumulates those in float32 and rounds once, the MPI
+  // path rounds after every rank, so a tensor must take the same path
+  // whether it is reduced alone (small) or fused (large) to get the same
+  // bits. (For every other dtype and op both paths agree bit for bit.)
+  bool use_shm(int64_t bytes, DataType dtype, ReduceOp op) const;
+};
+
+}  // namespace chorus
