@@ -6,6 +6,7 @@
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/mpi/mpi_cycle_trigger.h"
+#include "ops/shm/host_backend.h"
 
 namespace chorus {
 
@@ -15,8 +16,13 @@ Status Communication::create(const Config& config, std::unique_ptr<Communication
   comm->topology_ = comm->mpi_->topology();
   comm->transport_ = std::make_unique<MpiControllerTransport>(comm->mpi_->control_comm());
   comm->trigger_ = std::make_unique<MpiCycleTrigger>(comm->mpi_->trigger_comm(), config.cycle_time_ms);
-  // Priority order: device backends first once they exist; MPI for host memory.
-  comm->backends_.add(std::make_unique<MpiBackend>(comm->mpi_->data_comm(), &comm->mpi_->types()));
+  // Priority order: device backends first once they exist; then host memory:
+  // MPI, with shared-memory allreduce in front when the job is on one host.
+  std::unique_ptr<Backend> host;
+  CHORUS_RETURN_IF_ERROR(make_host_backend(
+      config, comm->topology_, comm->mpi_->data_comm(),
+      std::make_unique<MpiBackend>(comm->mpi_->data_comm(), &comm->mpi_->types()), &host));
+  comm->backends_.add(std::move(host));
   *out = std::move(comm);
   return Status::OK();
 }
