@@ -25,22 +25,35 @@ double get_learning_rate(const ::torch::optim::Optimizer& optimizer);
 // per batch, before the optimizer's step.
 class LearningRateWarmup {
  public:
-  // base_lr: the single-process learning rate. steps_per_epoch > 0,
-  // warmup_epochs >= 0 (0: no warm-up). Throws chorus::Error otherwise.
+  // base_lr: the single-process learning rate (finite, >= 0).
+  // steps_per_epoch > 0, warmup_epochs >= 0 (0: no warm-up). `size` is the
+  // number of ranks to scale to; chorus::size() when negative. Throws
+  // chorus::Error otherwise. Does not touch the optimizer.
   LearningRateWarmup(::torch::optim::Optimizer& optimizer, double base_lr, double warmup_epochs,
-                     int64_t steps_per_epoch);
-  // Advances one batch and sets the optimizer's learning rate.
+                     int64_t steps_per_epoch, int size = -1);
+  // Sets the optimizer's learning rate for the batch at the current position
+  // and advances the position by one batch. The first step() sets base_lr:
+  // at fractional epoch e = position / steps_per_epoch the rate is
+  // base_lr x (1 + (size - 1) x e / warmup_epochs), and base_lr x size from
+  // e = warmup_epochs on (Horovod's LearningRateWarmupCallback).
   void step();
-  // Jumps to a position (e.g. after resuming from a checkpoint).
+  // Jumps to a position (e.g. after resuming from a checkpoint): the next
+  // step() is for batch `batch_in_epoch` (0 <= it < steps_per_epoch) of
+  // `epoch` (>= 0).
   void set_position(int64_t epoch, int64_t batch_in_epoch);
-  // The learning rate at the current position.
+  // Batches since the start of training: the batch the next step() is for.
+  int64_t position() const { return position_; }
+  // The learning rate at the current position (what the next step() sets).
   double learning_rate() const;
+  // The learning rate for any position.
+  double learning_rate_at(int64_t position) const;
 
  private:
   ::torch::optim::Optimizer& optimizer_;
   double base_lr_;
   double warmup_epochs_;
   int64_t steps_per_epoch_;
+  int size_;
   int64_t position_ = 0;  // batches since the start of training
 };
 
