@@ -1,0 +1,200 @@
+// Collectives on torch tensors: each op checks its tensors, gives the
+// runtime views of contiguous memory (the caller's own when possible) and
+// returns a TorchHandle that keeps every tensor alive until done.
+#include <utility>
+
+#include "chorus/torch/ops.h"
+#include "pending_op.h"
+#include "tensor_view.h"
+
+namespace chorus {
+namespace torch {
+namespace {
+
+using detail::PendingOp;
+
+std::shared_ptr<PendingOp> new_op(const std::string& name) {
+  auto op = std::make_shared<PendingOp>();
+  op->name = name;
+  return op;
+}
+
+// Sets up one reduction or broadcast member: the contiguous input and where
+// the result goes. In place, the result goes into the caller's tensor
+// directly when it is contiguous; otherwise into the contiguous copy, which
+// wait() copies back. Out of place, into a new tensor.
+void add_member(PendingOp& op, const ::torch::Tensor& tensor, const std::string& name,
+                bool in_place) {
+  if (in_place) detail::check_writable(tensor, name);
+  else detail::check_usable(tensor, name);
+  ::torch::Tensor input = detail::contiguous(tensor);
+  op.inputs.push_back(input);
+  if (in_place) {
+    op.outputs.push_back(input);
+    op.copy_back.push_back(input.is_same(tensor) ? ::torch::Tensor() : tensor);
+  } else {
+    op.outputs.push_back(detail::empty_like_contiguous(input));
+    op.copy_back.emplace_back();
+  }
+}
+
+TorchHandle allreduce_impl(const ::torch::Tensor& tensor, const std::string& name,
+                           const AllreduceOptions& options, bool in_place) {
+  auto op = new_op(name);
+  add_member(*op, tensor, name, in_place);
+  op->handle = chorus::allreduce_async(name, detail::view_of(op->inputs[0], name),
+                                       detail::view_of(op->outputs[0], name), options);
+  return TorchHandle(std::move(op));
+}
+
+TorchHandle grouped_allreduce_impl(const std::vector<::torch::Tensor>& tensors,
+                                   const std::string& name, const AllreduceOptions& options,
+                                   bool in_place) {
+  auto op = new_op(name);
+  std::vector<chorus::Tensor> inputs, outputs;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    // The runtime names member i this way too.
+    const std::string member = name + "." + std::to_string(i);
+    add_member(*op, tensors[i], member, in_place);
+    inputs.push_back(detail::view_of(op->inputs[i], member));
+    outputs.push_back(detail::view_of(op->outputs[i], member));
+  }
+  op->handle = chorus::grouped_allreduce_async(name, inputs, outputs, options);
+  return TorchHandle(std::move(op));
+}
+
+TorchHandle broadcast_impl(const ::torch::Tensor& tensor, int root_rank, const std::string& name,
+                           bool in_place) {
+  auto op = new_op(name);
+  if (in_place) {
+    add_member(*op, tensor, name, true);
+  } else {
+    detail::check_usable(tensor, name);
+    // The runtime broadcasts in place: root sends a copy of its tensor, the
+    // others receive into fresh memory (their values are overwritten).
+    ::torch::Tensor buffer = detail::empty_like_contiguous(tensor);
+    if (chorus::rank() == root_rank) buffer.copy_(tensor.detach());
+    op->inputs.push_back(tensor);
+    op->outputs.push_back(buffer);
+    op->copy_back.emplace_back();
+  }
+  op->handle = chorus::broadcast_async(name, detail::view_of(op->outputs[0], name), root_rank);
+  return TorchHandle(std::move(op));
+}
+
+// Ops whose output the runtime allocates: the input is read as is.
+std::shared_ptr<PendingOp> allocating_op(const ::torch::Tensor& tensor, const std::string& name) {
+  detail::check_usable(tensor, name);
+  auto op = new_op(name);
+  op->inputs.push_back(detail::contiguous(tensor));
+  op->allocated = std::make_shared<detail::AllocatedOutput>();
+  return op;
+}
+
+}  // namespace
+
+TorchHandle allreduce_async(const ::torch::Tensor& tensor, const std::string& name,
+                            const AllreduceOptions& options) {
+  return allreduce_impl(tensor, name, options, false);
+}
+
+TorchHandle allreduce_async_(const ::torch::Tensor& tensor, const std::string& name,
+                             const AllreduceOptions& options) {
+  return allreduce_impl(tensor, name, options, true);
+}
+
+::torch::Tensor allreduce(const ::torch::Tensor& tensor, const std::string& name,
+                          const AllreduceOptions& options) {
+  return allreduce_async(tensor, name, options).wait();
+}
+
+void allreduce_(const ::torch::Tensor& tensor, const std::string& name,
+                const AllreduceOptions& options) {
+  allreduce_async_(tensor, name, options).wait();
+}
+
+TorchHandle grouped_allreduce_async(const std::vector<::torch::Tensor>& tensors,
+                                    const std::string& name, const AllreduceOptions& options) {
+  return grouped_allreduce_impl(tensors, name, options, false);
+}
+
+TorchHandle grouped_allreduce_async_(const std::vector<::torch::Tensor>& tensors,
+                                     const std::string& name, const AllreduceOptions& options) {
+  return grouped_allreduce_impl(tensors, name, options, true);
+}
+
+std::vector<::torch::Tensor> grouped_allreduce(const std::vector<::torch::Tensor>& tensors,
+                                               const std::string& name,
+                                               const AllreduceOptions& options) {
+  TorchHandle handle = grouped_allreduce_async(tensors, name, options);
+  handle.wait();
+  return handle.outputs();
+}
+
+void grouped_allreduce_(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                        const AllreduceOptions& options) {
+  grouped_allreduce_async_(tensors, name, options).wait();
+}
+
+TorchHandle allgather_async(const ::torch::Tensor& tensor, const std::string& name) {
+  auto op = allocating_op(tensor, name);
+  op->handle = chorus::allgather_async(name, detail::view_of(op->inputs[0], name),
+                                       detail::torch_allocator(op->allocated));
+  return TorchHandle(std::move(op));
+}
+
+::torch::Tensor allgather(const ::torch::Tensor& tensor, const std::string& name) {
+  return allgather_async(tensor, name).wait();
+}
+
+TorchHandle broadcast_async(const ::torch::Tensor& tensor, int root_rank, const std::string& name) {
+  return broadcast_impl(tensor, root_rank, name, false);
+}
+
+TorchHandle broadcast_async_(const ::torch::Tensor& tensor, int root_rank,
+                             const std::string& name) {
+  return broadcast_impl(tensor, root_rank, name, true);
+}
+
+::torch::Tensor broadcast(const ::torch::Tensor& tensor, int root_rank, const std::string& name) {
+  return broadcast_async(tensor, root_rank, name).wait();
+}
+
+void broadcast_(const ::torch::Tensor& tensor, int root_rank, const std::string& name) {
+  broadcast_async_(tensor, root_rank, name).wait();
+}
+
+TorchHandle alltoall_async(const ::torch::Tensor& tensor, const std::string& name,
+                           const std::vector<int64_t>& splits) {
+  auto op = allocating_op(tensor, name);
+  op->handle = chorus::alltoall_async(name, detail::view_of(op->inputs[0], name), splits,
+                                      detail::torch_allocator(op->allocated));
+  return TorchHandle(std::move(op));
+}
+
+std::pair<::torch::Tensor, ::torch::Tensor> alltoall(const ::torch::Tensor& tensor,
+                                                     const std::string& name,
+                                                     const std::vector<int64_t>& splits) {
+  TorchHandle handle = alltoall_async(tensor, name, splits);
+  ::torch::Tensor output = handle.wait();
+  const std::vector<int64_t> received = handle.received_splits();
+  ::torch::Tensor received_tensor =
+      ::torch::tensor(received, ::torch::TensorOptions().dtype(::torch::kInt64));
+  return {output, received_tensor};
+}
+
+TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
+                                ReduceOp op) {
+  auto pending = allocating_op(tensor, name);
+  pending->handle = chorus::reducescatter_async(name, detail::view_of(pending->inputs[0], name), op,
+                                                detail::torch_allocator(pending->allocated));
+  return TorchHandle(std::move(pending));
+}
+
+::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
+                              ReduceOp op) {
+  return reducescatter_async(tensor, name, op).wait();
+}
+
+}  // namespace torch
+}  // namespace chorus
