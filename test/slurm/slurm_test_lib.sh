@@ -67,10 +67,8 @@ wait_until_gone() {
 # Pids of the processes running the executable $1 (matched by /proc/PID/exe,
 # so scripts that merely name it on their command line do not count).
 pids_running() {
-  local exe pid_dir
+  local exe
   exe=$(readlink -f "$1")
-  for pid_dir in /proc/[0-9]*; do
-    [[ $(readlink "$pid_dir/exe" 2>/dev/null) == "$exe" ]] && echo "${pid_dir#/proc/}"
-  done
+  find /proc/[0-9]*/exe -maxdepth 0 -lname "$exe" 2>/dev/null | cut -d/ -f3
   return 0
 }

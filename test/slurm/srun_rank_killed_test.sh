@@ -21,10 +21,12 @@ expect_line "$work_dir/out" '^rank 1: killing itself$' "rank 1 did not reach its
 expect_line "$work_dir/out" 'task 1: Killed' "srun did not report task 1 as killed"
 
 wait_until_gone 15 $job
+echo "job gone from squeue at $SECONDS s"
 deadline=$((SECONDS + 15))
 while [[ -n $(pids_running "$bin") ]]; do
   ((SECONDS < deadline)) || fail "tasks of $bin still running 15 s after the job ended: pids $(pids_running "$bin")"
   sleep 0.2
 done
+echo "no task left at $SECONDS s"
 rm -rf "$work_dir"
 echo "srun_rank_killed: PASS (job ended with status $rc after ${elapsed} s)"
