@@ -29,9 +29,12 @@ readonly slurm_packages=(slurmctld slurmd slurm-client munge libpmix-dev)
 
 log() { echo "slurm_cluster: $*" >&2; }
 die() { log "error: $*"; exit 1; }
+# usage [STATUS]: the header comment above, to stderr unless STATUS is 0.
 usage() {
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
-  exit 2
+  local status=${1:-2}
+  if ((status == 0)); then exec 3>&1; else exec 3>&2; fi
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&3
+  exit "$status"
 }
 
 is_positive_int() { [[ $1 =~ ^[1-9][0-9]{0,3}$ ]]; }
@@ -40,7 +43,7 @@ parse_args() {
   (($# >= 1)) || usage
   command=$1
   shift
-  case $command in start | stop | status | env) ;; -h | --help) usage ;;
+  case $command in start | stop | status | env) ;; -h | --help) usage 0 ;;
     *) log "error: unknown command '$command': expected start, stop, status or env"; exit 2 ;;
   esac
   while (($#)); do
