@@ -1,0 +1,210 @@
+// DistributedOptimizer: checks what it is given, finds the parameters the
+// wrapped optimizer updates, and wires a GradientReducer (per-step state and
+// collectives) to GradientHooks (autograd's accumulator post-hooks).
+#include "chorus/torch/distributed_optimizer.h"
+
+#include <torch/optim/lbfgs.h>
+
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "chorus/torch/ops.h"
+#include "gradient_hooks.h"
+#include "gradient_reducer.h"
+
+namespace chorus {
+namespace torch {
+
+const char* compression_name(Compression compression) {
+  switch (compression) {
+    case Compression::kNone: return "none";
+    case Compression::kFP16: return "fp16";
+    case Compression::kBF16: return "bf16";
+  }
+  return "unknown";
+}
+
+Compression parse_compression(const std::string& name) {
+  for (Compression c : {Compression::kNone, Compression::kFP16, Compression::kBF16}) {
+    if (name == compression_name(c)) return c;
+  }
+  throw Error(Status::InvalidArgument("compression '" + name +
+                                      "' is invalid: expected one of none, fp16, bf16"));
+}
+
+namespace {
+
+using NamedList = std::vector<std::pair<std::string, ::torch::Tensor>>;
+
+Status invalid(const std::string& message) {
+  return Status::InvalidArgument("DistributedOptimizer: " + message);
+}
+
+void check_options(const DistributedOptimizerOptions& options) {
+  if (options.op != ReduceOp::kAverage && options.op != ReduceOp::kSum) {
+    throw Error(invalid(std::string("reduce op ") + reduce_op_name(options.op) +
+                        " is not supported; expected average or sum"));
+  }
+  const std::string compression = compression_name(options.compression);
+  if (compression == "unknown") {
+    throw Error(invalid("compression " + std::to_string(static_cast<int>(options.compression)) +
+                        " is invalid; expected none, fp16 or bf16"));
+  }
+  if (options.backward_passes_per_step < 1) {
+    throw Error(invalid("backward_passes_per_step=" +
+                        std::to_string(options.backward_passes_per_step) +
+                        " is invalid; expected an integer >= 1"));
+  }
+  const double factor = options.gradient_predivide_factor;
+  if (!std::isfinite(factor) || factor <= 0.0) {
+    throw Error(invalid("gradient_predivide_factor=" + std::to_string(factor) +
+                        " is invalid; expected a finite number > 0"));
+  }
+  if (factor != 1.0 && options.op != ReduceOp::kAverage) {
+    throw Error(invalid("gradient_predivide_factor=" + std::to_string(factor) +
+                        " needs the average op; expected factor 1 with op sum"));
+  }
+  if (options.name_prefix.empty()) {
+    throw Error(invalid("name_prefix is empty; expected a non-empty prefix for collective names"));
+  }
+}
+
+// The parameters the optimizer updates, named. Parameters that do not
+// require grad never get a gradient and are left alone; named parameters
+// the optimizer does not update (a frozen part, another optimizer's share)
+// are ignored.
+std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& optimizer,
+                                                 const NamedList& named,
+                                                 const std::string& prefix) {
+  std::unordered_map<std::string, size_t> position_of_name;
+  std::unordered_map<const c10::TensorImpl*, const std::string*> name_of;
+  for (size_t i = 0; i < named.size(); ++i) {
+    const auto& [name, tensor] = named[i];
+    const auto [it, inserted] = position_of_name.emplace(name, i);
+    if (!inserted) {
+      throw Error(invalid("duplicate parameter name '" + name + "' (positions " +
+                          std::to_string(it->second) + " and " + std::to_string(i) +
+                          "); expected every name once, so that collective names are unique"));
+    }
+    // A tensor under two names (tied weights) keeps its first name, which
+    // is the same on every rank since the list order is.
+    if (tensor.defined()) name_of.emplace(tensor.unsafeGetTensorImpl(), &name);
+  }
+
+  std::vector<ReducedParameter> result;
+  std::unordered_set<const c10::TensorImpl*> seen;
+  const auto& groups = optimizer.param_groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& params = groups[g].params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ::torch::Tensor& param = params[i];
+      if (!param.defined() || !param.requires_grad()) continue;
+      if (!seen.insert(param.unsafeGetTensorImpl()).second) continue;
+      const auto found = name_of.find(param.unsafeGetTensorImpl());
+      if (found == name_of.end()) {
+        throw Error(invalid("the optimizer updates a parameter (group " + std::to_string(g) +
+                            ", index " + std::to_string(i) + ", shape " +
+                            shape_to_string(Shape(param.sizes().begin(), param.sizes().end())) +
+                            ") that is not among the named parameters; expected every "
+                            "parameter the optimizer updates to be named"));
+      }
+      const std::string name = prefix + "." + *found->second;
+      if (!param.is_leaf()) {
+        throw Error(invalid("parameter '" + *found->second +
+                            "' is not a leaf tensor; expected model parameters"));
+      }
+      const DataType dtype = to_chorus_dtype(param.scalar_type(), name);
+      if (!is_floating_point(dtype)) {
+        throw Error(invalid("parameter '" + *found->second + "' has dtype " + dtype_name(dtype) +
+                            "; expected a floating-point parameter"));
+      }
+      result.push_back({name, param});
+    }
+  }
+  return result;
+}
+
+void refuse_lbfgs(::torch::optim::Optimizer& optimizer) {
+  if (dynamic_cast<::torch::optim::LBFGS*>(&optimizer) != nullptr) {
+    throw Error(invalid(
+        "LBFGS is not supported: it evaluates the model several times inside one step(), so "
+        "gradients would need an allreduce per evaluation; expected an optimizer that steps once "
+        "per gradient (SGD, Adam, AdamW, RMSprop, Adagrad)"));
+  }
+}
+
+NamedList to_list(const NamedParameters& parameters) {
+  NamedList list;
+  list.reserve(parameters.size());
+  for (const auto& item : parameters) list.emplace_back(item.key(), item.value());
+  return list;
+}
+
+}  // namespace
+
+struct DistributedOptimizer::State {
+  State(std::vector<ReducedParameter> parameters, const DistributedOptimizerOptions& options)
+      : reducer(std::move(parameters), options),
+        hooks(params_of(reducer), [this](size_t index) { reducer.gradient_ready(index); }) {}
+
+  static std::vector<::torch::Tensor> params_of(const GradientReducer& reducer) {
+    std::vector<::torch::Tensor> params;
+    for (const auto& p : reducer.parameters()) params.push_back(p.param);
+    return params;
+  }
+
+  GradientReducer reducer;
+  // Declared last so it is destroyed first: no hook can run into a reducer
+  // that is going away.
+  GradientHooks hooks;
+};
+
+DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer,
+                                           const NamedParameters& parameters,
+                                           DistributedOptimizerOptions options)
+    : DistributedOptimizer(optimizer, to_list(parameters), std::move(options)) {}
+
+DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer,
+                                           const NamedList& parameters,
+                                           DistributedOptimizerOptions options)
+    : optimizer_(optimizer), options_(std::move(options)) {
+  refuse_lbfgs(optimizer_);
+  check_options(options_);
+  state_ = std::make_unique<State>(
+      reduced_parameters(optimizer_, parameters, options_.name_prefix), options_);
+}
+
+DistributedOptimizer::~DistributedOptimizer() = default;
+
+void DistributedOptimizer::synchronize() { state_->reducer.synchronize(); }
+
+void DistributedOptimizer::step() {
+  if (skip_synchronize_) {
+    // The caller synchronized already (and clipped, say); gradients still on
+    // the wire would be read while the runtime writes them.
+    throw_if_error(state_->reducer.check_idle("step() inside skip_synchronize()"));
+  } else {
+    synchronize();
+  }
+  optimizer_.step();
+}
+
+void DistributedOptimizer::zero_grad() {
+  throw_if_error(state_->reducer.check_idle("zero_grad()"));
+  optimizer_.zero_grad();
+}
+
+int64_t DistributedOptimizer::allreduces_submitted() const {
+  return state_->reducer.allreduces_submitted();
+}
+
+DistributedOptimizer::SkipSynchronize::SkipSynchronize(DistributedOptimizer& owner)
+    : owner_(owner) {
+  owner_.skip_synchronize_ = true;
+}
+
+DistributedOptimizer::SkipSynchronize::~SkipSynchronize() { owner_.skip_synchronize_ = false; }
+
+}  // namespace torch
+}  // namespace chorus
