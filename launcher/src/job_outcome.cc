@@ -64,28 +64,27 @@ JobOutcome decide_outcome(const JobRecord& record) {
     if (!exit.ok() && !exit.stopped) return {exit_status_for(exit), "chorusrun: " + describe_exit(exit)};
   }
   const int launcher_failure = record.launcher_signaled ? 128 + record.launcher_status : record.launcher_status;
-  if (!record.lost.empty()) {
-    return {launcher_failure != 0 ? launcher_failure : 1,
-            "chorusrun: rank(s) " + format_ranks(record.lost) +
-                " ended without reporting how (their chorusrun rank wrapper was killed); " +
-                launcher_status_text(record)};
+  const int failure_status = launcher_failure != 0 ? launcher_failure : 1;
+  std::set<int> exited;
+  for (const RankExit& exit : record.exits) exited.insert(exit.rank);
+  // Started but never said how it ended: its wrapper was killed, or its
+  // host was lost (a cut link closes nothing, so it cannot be told apart).
+  std::set<int> unreported = record.lost;
+  for (int rank : record.started) {
+    if (!exited.count(rank)) unreported.insert(rank);
+  }
+  if (!unreported.empty()) {
+    return {failure_status, "chorusrun: rank(s) " + format_ranks(unreported) +
+                                " ended without reporting how (their host or their chorusrun rank wrapper was lost); " +
+                                launcher_status_text(record)};
   }
   for (const RankExit& exit : record.exits) {
     if (!exit.ok()) return {exit_status_for(exit), "chorusrun: " + describe_exit(exit) + " after being told to stop"};
   }
-  std::set<int> exited;
-  for (const RankExit& exit : record.exits) exited.insert(exit.rank);
   const std::set<int> never_started = missing_from(record.np, record.started);
   if (!never_started.empty()) {
-    return {launcher_failure != 0 ? launcher_failure : 1,
-            "chorusrun: " + launcher_status_text(record) + "; rank(s) " + format_ranks(never_started) +
-                " never started"};
-  }
-  const std::set<int> no_report = missing_from(record.np, exited);
-  if (!no_report.empty()) {
-    return {launcher_failure != 0 ? launcher_failure : 1,
-            "chorusrun: " + launcher_status_text(record) + "; rank(s) " + format_ranks(no_report) +
-                " did not report their exit"};
+    return {failure_status, "chorusrun: " + launcher_status_text(record) + "; rank(s) " +
+                                format_ranks(never_started) + " never started"};
   }
   if (launcher_failure != 0) {
     return {launcher_failure, "chorusrun: " + launcher_status_text(record) + " although every rank exited 0"};

@@ -49,7 +49,7 @@ TEST(Chorusrun, SuccessfulRunTagsEveryRanksLinesAndExitsZero) {
   for (int rank = 0; rank < np; ++rank) {
     const std::string tag = "[" + std::to_string(rank) + "] ";
     EXPECT_THAT(lines_starting_with(r.output, tag),
-                ElementsAre(tag + "rank " + std::to_string(rank) + " of " + std::to_string(np) + ": allreduce sum " +
+                ElementsAre(tag + "rank " + std::to_string(rank) + " of " + std::to_string(np) + " on " + host_name() + ": allreduce sum " +
                             std::to_string(expected)))
         << r.output;
   }
@@ -160,7 +160,7 @@ TEST(Chorusrun, DryRunPrintsTheCommandAndVerboseRunsIt) {
   const RunResult verbose = run_chorusrun(kChorusrun, args({"-np", "2", "--verbose"}, {"allreduce"}));
   EXPECT_EQ(verbose.exit_code(), 0) << verbose.output;
   EXPECT_EQ(lines_starting_with(verbose.output, "chorusrun: running mpirun ").size(), 1u) << verbose.output;
-  EXPECT_EQ(lines_starting_with(verbose.output, "[1] rank 1 of 2: allreduce sum 3").size(), 1u) << verbose.output;
+  EXPECT_EQ(lines_starting_with(verbose.output, "[1] rank 1 of 2 on " + host_name() + ": allreduce sum 3").size(), 1u) << verbose.output;
 }
 
 }  // namespace

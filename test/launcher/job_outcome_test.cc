@@ -91,8 +91,17 @@ TEST(JobOutcome, LostAndNeverStartedRanks) {
   r.lost = {1};
   r.launcher_status = 1;
   EXPECT_EQ(decide_outcome(r).final_line,
-            "chorusrun: rank(s) [1] ended without reporting how (their chorusrun rank wrapper was killed); mpirun "
-            "exited with code 1");
+            "chorusrun: rank(s) [1] ended without reporting how (their host or their chorusrun rank wrapper was "
+            "lost); mpirun exited with code 1");
+  // A rank that said hello but whose connection is still open (a cut
+  // link) counts the same.
+  JobRecord cut = started(2);
+  cut.exits = {killed(0, SIGTERM, true)};
+  cut.launcher_status = 213;
+  EXPECT_EQ(decide_outcome(cut).exit_status, 213);
+  EXPECT_EQ(decide_outcome(cut).final_line,
+            "chorusrun: rank(s) [1] ended without reporting how (their host or their chorusrun rank wrapper was "
+            "lost); mpirun exited with code 213");
 
   JobRecord never;
   never.np = 2;

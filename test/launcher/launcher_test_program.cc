@@ -1,5 +1,5 @@
 // The program chorusrun's integration tests launch. One mode per scenario:
-//   allreduce            every rank adds rank+1; prints the sum it got
+//   allreduce            every rank adds rank+1; prints its host and the sum it got
 //   exit RANK CODE       RANK exits with CODE after init(); the others wait
 //   kill RANK            RANK kills itself with SIGKILL after init(); the others wait
 //   no-init RANK         RANK never calls init(); the others do and wait
@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
     chorus::AllreduceOptions sum;
     sum.op = chorus::ReduceOp::kSum;
     chorus::allreduce("launcher.test.sum", chorus::Tensor(&value, chorus::DataType::kInt64, {1}), sum);
-    std::printf("rank %d of %d: allreduce sum %lld\n", rank, size, static_cast<long long>(value));
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    std::printf("rank %d of %d on %s: allreduce sum %lld\n", rank, size, host, static_cast<long long>(value));
     std::fflush(stdout);
     chorus::shutdown();
     return 0;
