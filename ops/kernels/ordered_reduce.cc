@@ -17,32 +17,41 @@ namespace {
 
 constexpr int64_t kBlock = 256;
 
-// Loads, folds and stores `n` elements (n <= kBlock) at `offset`. Accum is
-// the type the fold computes in (float for float16/bfloat16). Inlined with
-// n == kBlock for the bulk, so every loop has a constant trip count.
-template <typename T, typename Accum, typename Load, typename Store, typename Op>
-inline void fold_block(T* out, const T* const* in, int ranks, int64_t offset, int64_t n, Load load,
-                       Store store, Op op) {
-  Accum acc[kBlock];
-  const T* first = in[0] + offset;
-  for (int64_t j = 0; j < n; ++j) acc[j] = load(first[j]);
-  for (int r = 1; r < ranks; ++r) {
-    const T* source = in[r] + offset;
-    for (int64_t j = 0; j < n; ++j) acc[j] = op(acc[j], load(source[j]));
-  }
-  T* target = out + offset;
-  for (int64_t j = 0; j < n; ++j) target[j] = store(acc[j]);
+// Loads, folds and stores kBlock elements at `offset`, or `tail` (< kBlock)
+// elements for the last partial block. Accum is the type the fold computes
+// in (float for float16/bfloat16). Each step is its own loop with a
+// constant trip count and restrict pointers, which is what GCC's cheap cost
+// model at -O2 needs to vectorise it.
+template <typename T, typename Accum, typename Load>
+inline void load_block(Accum* __restrict acc, const T* __restrict source, Load load) {
+  for (int64_t j = 0; j < kBlock; ++j) acc[j] = load(source[j]);
+}
+template <typename T, typename Accum, typename Load, typename Op>
+inline void fold_into_block(Accum* __restrict acc, const T* __restrict source, Load load, Op op) {
+  for (int64_t j = 0; j < kBlock; ++j) acc[j] = op(acc[j], load(source[j]));
+}
+template <typename T, typename Accum, typename Store>
+inline void store_block(T* __restrict target, const Accum* __restrict acc, Store store) {
+  for (int64_t j = 0; j < kBlock; ++j) target[j] = store(acc[j]);
 }
 
 template <typename T, typename Accum, typename Load, typename Store, typename Op>
 void fold(void* out, const void* const* inputs, int ranks, int64_t count, Load load, Store store, Op op) {
   auto* typed_out = static_cast<T*>(out);
-  const auto* const* typed_in = reinterpret_cast<const T* const*>(inputs);
+  const auto* const* in = reinterpret_cast<const T* const*>(inputs);
+  Accum acc[kBlock];
   int64_t i = 0;
   for (; i + kBlock <= count; i += kBlock) {
-    fold_block<T, Accum>(typed_out, typed_in, ranks, i, kBlock, load, store, op);
+    load_block<T, Accum>(acc, in[0] + i, load);
+    for (int r = 1; r < ranks; ++r) fold_into_block<T, Accum>(acc, in[r] + i, load, op);
+    store_block<T, Accum>(typed_out + i, acc, store);
   }
-  if (i < count) fold_block<T, Accum>(typed_out, typed_in, ranks, i, count - i, load, store, op);
+  const int64_t tail = count - i;
+  for (int64_t j = 0; j < tail; ++j) acc[j] = load(in[0][i + j]);
+  for (int r = 1; r < ranks; ++r) {
+    for (int64_t j = 0; j < tail; ++j) acc[j] = op(acc[j], load(in[r][i + j]));
+  }
+  for (int64_t j = 0; j < tail; ++j) typed_out[i + j] = store(acc[j]);
 }
 
 template <typename T, typename Accum, typename Load, typename Store>
