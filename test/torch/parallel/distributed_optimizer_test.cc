@@ -1,0 +1,279 @@
+// DistributedOptimizer on real ranks against a single-process reference: each
+// rank trains on its shard of a global batch, and also trains a local copy
+// of the model on the whole global batch without any communication; after a
+// few steps both must hold the same parameters. Covers SGD and Adam, the sum
+// op, the predivide factor, gradient accumulation, fp16/bf16 compression,
+// the clipping pattern, and a parameter that only some ranks use.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chorus/torch/distributed_optimizer.h"
+#include "distributed_optimizer_test_support.h"
+#include "support/harness.h"
+
+namespace chorus_test {
+namespace {
+
+using chorus::torch::Compression;
+using chorus::torch::DistributedOptimizer;
+using chorus::torch::DistributedOptimizerOptions;
+
+using MakeOptimizer =
+    std::function<std::unique_ptr<::torch::optim::Optimizer>(std::vector<::torch::Tensor>)>;
+
+constexpr int64_t kRowsPerRank = 32;
+constexpr int kSteps = 4;
+constexpr int64_t kParameters = 4;  // weight and bias of two layers
+constexpr double kRelativeTolerance = 1e-5;
+
+std::unique_ptr<::torch::optim::Optimizer> sgd(std::vector<::torch::Tensor> params) {
+  return std::make_unique<::torch::optim::SGD>(std::move(params),
+                                               ::torch::optim::SGDOptions(0.1).momentum(0.9));
+}
+
+std::unique_ptr<::torch::optim::Optimizer> adam(std::vector<::torch::Tensor> params) {
+  return std::make_unique<::torch::optim::Adam>(std::move(params),
+                                                ::torch::optim::AdamOptions(1e-2));
+}
+
+// Mean squared error, or with `sum` the sum of squared errors (whose
+// gradients the sum op adds up across ranks).
+::torch::Tensor loss_of(Net& model, const Batch& batch, bool sum) {
+  const int64_t reduction = sum ? at::Reduction::Sum : at::Reduction::Mean;
+  return ::torch::mse_loss(model->forward(batch.x), batch.y, reduction);
+}
+
+class DistributedOptimizerTest : public ChorusSuite {
+ protected:
+  static void SetUpTestSuite() {
+    ::torch::set_num_threads(1);
+    ChorusSuite::SetUpTestSuite();
+  }
+
+  // Trains on np ranks with `options` and, locally, the reference on the
+  // global batch; expects the same parameters after kSteps steps.
+  void expect_matches_single_process(const MakeOptimizer& make, DistributedOptimizerOptions options,
+                                     bool sum_loss, uint64_t seed) {
+    Net model = make_net(seed);
+    Net reference = make_net(seed + 1);
+    copy_parameters(*model, *reference);
+    auto wrapped = make(model->parameters());
+    auto reference_optimizer = make(reference->parameters());
+    DistributedOptimizer optimizer(*wrapped, model->named_parameters(), options);
+
+    const int passes = options.backward_passes_per_step;
+    ASSERT_EQ(kRowsPerRank % passes, 0);
+    const int64_t rows_per_pass = kRowsPerRank / passes;
+    for (int step = 0; step < kSteps; ++step) {
+      const Batch batch = global_batch(step, kRowsPerRank * size());
+      const Batch mine = shard(batch, rank(), kRowsPerRank);
+      optimizer.zero_grad();
+      for (int pass = 0; pass < passes; ++pass) {
+        ::torch::Tensor loss = loss_of(model, shard(mine, pass, rows_per_pass), sum_loss);
+        // Mean losses of equal parts average to the mean of the whole.
+        if (!sum_loss) loss = loss / passes;
+        loss.backward();
+      }
+      ASSERT_NO_THROW(optimizer.step());
+
+      reference_optimizer->zero_grad();
+      loss_of(reference, batch, sum_loss).backward();
+      reference_optimizer->step();
+    }
+    EXPECT_TRUE(parameters_close(*model, *reference, kRelativeTolerance));
+    // One allreduce per parameter and step, however many passes.
+    EXPECT_EQ(optimizer.allreduces_submitted(), kSteps * kParameters);
+  }
+};
+
+TEST_F(DistributedOptimizerTest, SgdMatchesSingleProcessOnGlobalBatch) {
+  DistributedOptimizerOptions options;
+  options.name_prefix = "sgd";
+  expect_matches_single_process(sgd, options, /*sum_loss=*/false, 11);
+}
+
+TEST_F(DistributedOptimizerTest, AdamMatchesSingleProcessOnGlobalBatch) {
+  DistributedOptimizerOptions options;
+  options.name_prefix = "adam";
+  expect_matches_single_process(adam, options, /*sum_loss=*/false, 12);
+}
+
+TEST_F(DistributedOptimizerTest, SumOpAddsGradientsOfSummedLosses) {
+  DistributedOptimizerOptions options;
+  options.name_prefix = "sum";
+  options.op = chorus::ReduceOp::kSum;
+  auto small_sgd = [](std::vector<::torch::Tensor> params) {
+    return std::unique_ptr<::torch::optim::Optimizer>(
+        new ::torch::optim::SGD(std::move(params), ::torch::optim::SGDOptions(1e-3)));
+  };
+  expect_matches_single_process(small_sgd, options, /*sum_loss=*/true, 13);
+}
+
+TEST_F(DistributedOptimizerTest, PredivideFactorStillAverages) {
+  DistributedOptimizerOptions options;
+  options.name_prefix = "predivide";
+  options.gradient_predivide_factor = 4.0;
+  expect_matches_single_process(adam, options, /*sum_loss=*/false, 14);
+}
+
+TEST_F(DistributedOptimizerTest, TwoBackwardPassesOfHalfBatchesEqualOneFullBatch) {
+  DistributedOptimizerOptions options;
+  options.name_prefix = "accumulate";
+  options.backward_passes_per_step = 2;
+  expect_matches_single_process(sgd, options, /*sum_loss=*/false, 15);
+  options.name_prefix = "accumulate_adam";
+  expect_matches_single_process(adam, options, /*sum_loss=*/false, 16);
+}
+
+// One step with compression: the averaged gradients equal the uncompressed
+// ones up to 16-bit rounding (each rank's gradient cast, their sum, the
+// division), bounded elementwise by a few units of roundoff times the mean
+// of the ranks' |gradients|, each of which the reference computes itself.
+void expect_within_rounding(Compression compression, double unit_roundoff, uint64_t seed) {
+  const int rank = chorus::rank(), size = chorus::size();
+  Net model = make_net(seed);
+  Net reference = make_net(seed + 1);
+  copy_parameters(*model, *reference);
+  ::torch::optim::SGD wrapped(model->parameters(), ::torch::optim::SGDOptions(0.1));
+  DistributedOptimizerOptions options;
+  options.compression = compression;
+  options.name_prefix = std::string("compressed_") + chorus::torch::compression_name(compression);
+  DistributedOptimizer optimizer(wrapped, model->named_parameters(), options);
+
+  const Batch batch = global_batch(0, kRowsPerRank * size);
+  optimizer.zero_grad();
+  ::torch::mse_loss(model->forward(shard(batch, rank, kRowsPerRank).x),
+                    shard(batch, rank, kRowsPerRank).y)
+      .backward();
+  ASSERT_NO_THROW(optimizer.synchronize());
+
+  // Exact average and sum of |g_r| over the ranks' shards, in float64.
+  const auto params = reference->parameters();
+  std::vector<::torch::Tensor> mean(params.size()), mean_abs(params.size());
+  for (int r = 0; r < size; ++r) {
+    for (auto& p : params) p.mutable_grad() = ::torch::Tensor();
+    const Batch part = shard(batch, r, kRowsPerRank);
+    ::torch::mse_loss(reference->forward(part.x), part.y).backward();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto g = params[i].grad().to(::torch::kDouble) / size;
+      mean[i] = r == 0 ? g : mean[i] + g;
+      mean_abs[i] = r == 0 ? g.abs() : mean_abs[i] + g.abs();
+    }
+  }
+  const auto named = model->named_parameters();
+  bool any_rounded = false;
+  for (size_t i = 0; i < named.size(); ++i) {
+    const auto actual = named[i].value().grad().to(::torch::kDouble);
+    // 4 roundings at most; 1e-7 absolute covers float16 subnormals.
+    const auto bound = 4 * unit_roundoff * mean_abs[i] * size + 1e-7;
+    const auto error = (actual - mean[i]).abs();
+    EXPECT_TRUE((error <= bound).all().item<bool>())
+        << named[i].key() << ": max error " << error.max().item<double>() << ", max bound "
+        << bound.max().item<double>();
+    any_rounded = any_rounded || (error > 1e-12).any().item<bool>();
+  }
+  // The gradients really went through 16 bits (random float32 values are
+  // almost never representable in them).
+  EXPECT_TRUE(any_rounded) << "no gradient was rounded: compression did not happen";
+  ASSERT_NO_THROW(optimizer.step());
+}
+
+TEST_F(DistributedOptimizerTest, Fp16CompressionStaysWithinItsRounding) {
+  expect_within_rounding(Compression::kFP16, std::ldexp(1.0, -11), 21);
+}
+
+TEST_F(DistributedOptimizerTest, Bf16CompressionStaysWithinItsRounding) {
+  expect_within_rounding(Compression::kBF16, std::ldexp(1.0, -8), 22);
+}
+
+// synchronize(), clip, then step() inside skip_synchronize(): the reference
+// clips the global gradients; gradients are reduced exactly once per step.
+TEST_F(DistributedOptimizerTest, ClippingBetweenSynchronizeAndStepAllreducesOnce) {
+  constexpr double kMaxNorm = 0.05;
+  Net model = make_net(31);
+  Net reference = make_net(32);
+  copy_parameters(*model, *reference);
+  ::torch::optim::SGD wrapped(model->parameters(), ::torch::optim::SGDOptions(0.1));
+  ::torch::optim::SGD reference_optimizer(reference->parameters(), ::torch::optim::SGDOptions(0.1));
+  DistributedOptimizerOptions options;
+  options.name_prefix = "clip";
+  DistributedOptimizer optimizer(wrapped, model->named_parameters(), options);
+
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch batch = global_batch(step, kRowsPerRank * size());
+    optimizer.zero_grad();
+    const Batch mine = shard(batch, rank(), kRowsPerRank);
+    ::torch::mse_loss(model->forward(mine.x), mine.y).backward();
+    ASSERT_NO_THROW(optimizer.synchronize());
+    const double norm = ::torch::nn::utils::clip_grad_norm_(model->parameters(), kMaxNorm);
+    ASSERT_GT(norm, kMaxNorm) << "the test must actually clip";
+    {
+      auto skip = optimizer.skip_synchronize();
+      ASSERT_NO_THROW(optimizer.step());
+    }
+    EXPECT_EQ(optimizer.allreduces_submitted(), (step + 1) * kParameters);
+
+    reference_optimizer.zero_grad();
+    ::torch::mse_loss(reference->forward(batch.x), batch.y).backward();
+    ::torch::nn::utils::clip_grad_norm_(reference->parameters(), kMaxNorm);
+    reference_optimizer.step();
+  }
+  EXPECT_TRUE(parameters_close(*model, *reference, kRelativeTolerance));
+}
+
+// A branch only rank 0 uses: its hooks never fire elsewhere, so the other
+// ranks submit zeros and the average is rank 0's gradient / size, which the
+// reference gets by backpropagating the mean of every rank's loss.
+struct BranchedNetImpl : NetImpl {
+  BranchedNetImpl() : side(register_module("side", ::torch::nn::Linear(kHidden, kOutputs))) {}
+  ::torch::Tensor forward(const ::torch::Tensor& x, bool use_side) {
+    const auto hidden = ::torch::tanh(first(x));
+    return use_side ? last(hidden) + side(hidden) : last(hidden);
+  }
+  ::torch::nn::Linear side;
+};
+TORCH_MODULE(BranchedNet);
+
+TEST_F(DistributedOptimizerTest, ParameterUnusedOnSomeRanksGetsZerosThere) {
+  ::torch::manual_seed(41);
+  BranchedNet model;
+  BranchedNet reference;
+  copy_parameters(*model, *reference);
+  ::torch::optim::SGD wrapped(model->parameters(), ::torch::optim::SGDOptions(0.1));
+  ::torch::optim::SGD reference_optimizer(reference->parameters(), ::torch::optim::SGDOptions(0.1));
+  DistributedOptimizerOptions options;
+  options.name_prefix = "branch";
+  DistributedOptimizer optimizer(wrapped, model->named_parameters(), options);
+
+  for (int step = 0; step < 2; ++step) {
+    const Batch batch = global_batch(step, kRowsPerRank * size());
+    optimizer.zero_grad();
+    const Batch mine = shard(batch, rank(), kRowsPerRank);
+    ::torch::mse_loss(model->forward(mine.x, rank() == 0), mine.y).backward();
+    if (rank() != 0) {
+      EXPECT_FALSE(model->side->weight.grad().defined() &&
+                   model->side->weight.grad().abs().sum().item<double>() > 0)
+          << "the side branch must have no gradient on rank " << rank();
+    }
+    ASSERT_NO_THROW(optimizer.step());
+
+    reference_optimizer.zero_grad();
+    ::torch::Tensor loss = ::torch::zeros({});
+    for (int r = 0; r < size(); ++r) {
+      const Batch part = shard(batch, r, kRowsPerRank);
+      loss = loss + ::torch::mse_loss(reference->forward(part.x, r == 0), part.y) / size();
+    }
+    loss.backward();
+    reference_optimizer.step();
+  }
+  EXPECT_TRUE(parameters_close(*model, *reference, kRelativeTolerance));
+  EXPECT_EQ(optimizer.allreduces_submitted(), 2 * 6);
+}
+
+}  // namespace
+}  // namespace chorus_test
