@@ -156,6 +156,12 @@ std::string choose_report_address(const JobPlan& plan) {
   for (const in_addr& resolved : resolve_ipv4(this_host_name())) {
     if (!is_loopback(resolved)) return to_text(resolved);
   }
+  // Host names that do not resolve here (Slurm node names often do not) and
+  // a host name that maps to 127.0.x.x (Debian's default /etc/hosts): any
+  // address on a real interface.
+  for (const InterfaceAddress& a : interface_addresses()) {
+    if (!is_loopback(a.address)) return to_text(a.address);
+  }
   throw UsageError("cannot find an address of this machine that the hosts (" + format_host_list(plan.hosts) +
                    ") can reach chorusrun at: give one with --report-address");
 }

@@ -19,7 +19,8 @@ bool is_executable_file(const std::string& path);
 // The address ranks report to: --report-address, else 127.0.0.1 when every
 // host is this machine, else the address of --network-interface, else the
 // source address of the route to the first remote host, else the address of
-// this machine's host name. Throws UsageError when none is found.
+// this machine's host name, else the first non-loopback interface address.
+// Throws UsageError when none is found.
 std::string choose_report_address(const JobPlan& plan);
 
 // The path of the running executable (/proc/self/exe).

@@ -1,16 +1,20 @@
 #include "mpi_implementation.h"
 
-#include <regex>
-
 #include "process_util.h"
 #include "usage_error.h"
 
 namespace chorus::launcher {
 
 MpiImplementation identify_mpi(const std::string& output) {
-  static const std::regex open_mpi(R"(\(Open MPI\) ([0-9][0-9A-Za-z.+-]*))");
-  std::smatch match;
-  if (std::regex_search(output, match, open_mpi)) return MpiImplementation{"Open MPI", match[1].str()};
+  // "mpirun (Open MPI) 4.1.4"
+  const std::string marker = "(Open MPI) ";
+  const size_t at = output.find(marker);
+  if (at != std::string::npos) {
+    const size_t start = at + marker.size();
+    const size_t end = output.find_first_of(" \t\r\n", start);
+    const std::string version = output.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!version.empty()) return MpiImplementation{"Open MPI", version};
+  }
   std::string what = "an unknown MPI";
   if (output.find("HYDRA") != std::string::npos || output.find("MPICH") != std::string::npos) what = "MPICH (Hydra)";
   if (output.find("Intel(R) MPI") != std::string::npos) what = "Intel MPI";
