@@ -33,11 +33,13 @@ if [[ $(id -u) -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_
 # (from the chorusrun path to its "--"), so both sides pass the same flags.
 read -ra words <<<"$("$chorusrun" --dry-run -np "$np" "$program" init-shutdown)"
 raw=()
-skipping=0
-for w in "${words[@]}"; do
-  if [[ $w == "$chorusrun" ]]; then skipping=1; continue; fi
-  if ((skipping)); then [[ $w == "--" ]] && skipping=0; continue; fi
-  raw+=("$w")
+for ((i = 0; i < ${#words[@]}; i++)); do
+  if [[ ${words[i + 1]:-} == --chorus-rank-wrapper ]]; then
+    # Skip the chorusrun path, the wrapper's arguments and their "--".
+    while [[ ${words[i]} != "--" ]]; do i=$((i + 1)); done
+    continue
+  fi
+  raw+=("${words[i]}")
 done
 # Leading NAME=VALUE words (none for this command line) would be the environment.
 [[ ${raw[0]} == mpirun ]] || { echo "measure_launch_overhead: unexpected dry run: ${words[*]}" >&2; exit 1; }
