@@ -1,0 +1,135 @@
+// chorus_train_bench: training throughput of an MLP on synthetic data, the
+// Chorus side of test/bench/training/run_training_bench.sh.
+//   --mode local   one process, no communication (two of them side by side
+//                  are the ceiling a data-parallel job cannot beat here)
+//   --mode chorus  under mpirun: DistributedOptimizer, gradients allreduced
+// Prints one JSON line on rank 0: global samples per second over the timed
+// steps. The model, optimizer (Adam), batch and data match ddp_baseline.py.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <torch/torch.h>
+
+#include "chorus/torch.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+std::vector<int64_t> parse_layers(const std::string& text) {
+  std::vector<int64_t> layers;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, '-')) {
+    size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || value <= 0) {
+      throw std::invalid_argument("--layers: '" + item + "' in '" + text +
+                                  "' is not a positive layer width (expected e.g. 784-128-10)");
+    }
+    layers.push_back(value);
+  }
+  if (layers.size() < 2) throw std::invalid_argument("--layers needs at least two widths, got '" + text + "'");
+  return layers;
+}
+
+torch::nn::Sequential make_mlp(const std::vector<int64_t>& layers) {
+  torch::nn::Sequential net;
+  for (size_t i = 0; i + 1 < layers.size(); ++i) {
+    net->push_back(torch::nn::Linear(layers[i], layers[i + 1]));
+    if (i + 2 < layers.size()) net->push_back(torch::nn::ReLU());
+  }
+  return net;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode, layers_text;
+  int64_t batch = 64, warmup = 0, steps = 0;
+  po::options_description desc("chorus_train_bench options");
+  desc.add_options()("help,h", "this help")(
+      "mode", po::value(&mode)->default_value("chorus"), "local | chorus")(
+      "layers", po::value(&layers_text)->default_value("784-128-10"), "MLP widths")(
+      "batch-size", po::value(&batch)->default_value(64), "samples per rank per step")(
+      "warmup-steps", po::value(&warmup)->default_value(20), "untimed steps first")(
+      "steps", po::value(&steps)->default_value(200), "timed steps");
+  try {
+    po::variables_map vm;
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    po::notify(vm);
+    if (mode != "local" && mode != "chorus") {
+      throw std::invalid_argument("--mode must be 'local' or 'chorus', got '" + mode + "'");
+    }
+    if (batch <= 0 || warmup < 0 || steps <= 0) {
+      throw std::invalid_argument("--batch-size and --steps must be > 0, --warmup-steps >= 0");
+    }
+    const std::vector<int64_t> layers = parse_layers(layers_text);
+    torch::set_num_threads(1);
+    const bool distributed = mode == "chorus";
+    if (distributed) chorus::init();
+    const int rank = distributed ? chorus::rank() : 0;
+    const int size = distributed ? chorus::size() : 1;
+
+    torch::manual_seed(1234);
+    auto model = make_mlp(layers);
+    torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+    std::unique_ptr<chorus::torch::DistributedOptimizer> distributed_optimizer;
+    if (distributed) {
+      chorus::torch::broadcast_parameters(*model, 0);
+      distributed_optimizer =
+          std::make_unique<chorus::torch::DistributedOptimizer>(adam, model->named_parameters());
+    }
+    // A fixed pool of synthetic batches (different per rank), cycled.
+    torch::manual_seed(99 + rank);
+    const int64_t pool = 8;
+    auto inputs = torch::randn({pool, batch, layers.front()});
+    auto labels = torch::randint(layers.back(), {pool, batch}, torch::kLong);
+
+    auto train_step = [&](int64_t step) {
+      const int64_t b = step % pool;
+      if (distributed_optimizer) distributed_optimizer->zero_grad(); else adam.zero_grad();
+      auto loss = torch::nn::functional::cross_entropy(model->forward(inputs[b]), labels[b]);
+      loss.backward();
+      if (distributed_optimizer) distributed_optimizer->step(); else adam.step();
+    };
+    for (int64_t s = 0; s < warmup; ++s) train_step(s);
+    if (distributed) chorus::barrier();
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < steps; ++s) train_step(warmup + s);
+    if (distributed) chorus::barrier();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    int64_t parameters = 0;
+    for (const auto& p : model->parameters()) parameters += p.numel();
+    if (rank == 0) {
+      std::printf(
+          "{\"mode\": \"%s\", \"np\": %d, \"layers\": \"%s\", \"parameters\": %lld, "
+          "\"batch_per_rank\": %lld, \"steps\": %lld, \"seconds\": %.6f, \"samples_per_second\": %.3f}\n",
+          mode.c_str(), size, layers_text.c_str(), static_cast<long long>(parameters),
+          static_cast<long long>(batch), static_cast<long long>(steps), seconds,
+          static_cast<double>(batch * steps * size) / seconds);
+      std::fflush(stdout);
+    }
+    distributed_optimizer.reset();
+    if (distributed) chorus::shutdown();
+  } catch (const std::exception& e) {
+    std::cerr << "chorus_train_bench: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
