@@ -1,0 +1,75 @@
+// The models train_mnist can train, and the signature that ties a checkpoint
+// to one of them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+namespace train_mnist {
+
+enum class ModelKind { kMlp, kCnn };
+// "mlp", "cnn"; parse_model_kind throws chorus::Error naming the bad value.
+const char* model_kind_name(ModelKind kind);
+ModelKind parse_model_kind(const std::string& name);
+
+// A classifier of [N, 1, 28, 28] images into 10 logits.
+class Classifier : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(torch::Tensor images) = 0;
+  virtual ModelKind kind() const = 0;
+};
+
+// The reference model: Linear(784, 128) -> ReLU -> Linear(128, 10).
+class Mlp : public Classifier {
+ public:
+  Mlp();
+  torch::Tensor forward(torch::Tensor images) override;
+  ModelKind kind() const override { return ModelKind::kMlp; }
+
+ private:
+  torch::nn::Linear hidden_{nullptr};
+  torch::nn::Linear output_{nullptr};
+};
+
+// A small CNN: two 5x5 convolutions (10 and 20 channels), each followed by
+// 2x2 max pooling and ReLU, then Linear(320, 50) -> ReLU -> Linear(50, 10).
+// No dropout, so a resumed run replays exactly.
+class Cnn : public Classifier {
+ public:
+  Cnn();
+  torch::Tensor forward(torch::Tensor images) override;
+  ModelKind kind() const override { return ModelKind::kCnn; }
+
+ private:
+  torch::nn::Conv2d conv1_{nullptr};
+  torch::nn::Conv2d conv2_{nullptr};
+  torch::nn::Linear hidden_{nullptr};
+  torch::nn::Linear output_{nullptr};
+};
+
+// Parameters are initialised from LibTorch's global generator (seed it first).
+std::shared_ptr<Classifier> make_model(ModelKind kind);
+
+// What a checkpoint must match to be loaded into a model: its kind and every
+// parameter's name and shape, in order.
+struct ModelSignature {
+  std::string kind;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> parameters;
+
+  static ModelSignature of(const Classifier& model);
+  // One line per entry ("kind mlp", "parameter fc1.weight 128 784", ...).
+  std::string serialize() const;
+  // Throws chorus::Error naming `source` when `text` is not a signature.
+  static ModelSignature parse(const std::string& text, const std::string& source);
+  // Empty when equal; otherwise the first difference, e.g. "model mlp vs cnn"
+  // or "parameter hidden.weight [128, 784] vs [64, 784]".
+  std::string difference(const ModelSignature& other) const;
+};
+
+}  // namespace train_mnist

@@ -1,0 +1,30 @@
+// The end-of-run summary that --summary-json writes (rank 0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace train_mnist {
+
+struct RunSummary {
+  int world_size = 0;
+  std::string model;
+  int64_t epochs_run = 0;        // epochs completed in total (a resumed run counts earlier ones)
+  int64_t epochs_this_run = 0;   // epochs trained by this process
+  bool stopped_early = false;
+  double final_test_accuracy = 0;
+  double final_test_loss = 0;
+  int64_t best_epoch = 0;
+  double best_test_loss = 0;
+  double samples_per_second = 0;  // training samples of all ranks / training seconds, this run
+  double wall_seconds = 0;        // this run, from start to end of training
+  // One FNV-1a digest of every rank's final parameters, indexed by rank:
+  // equal digests mean the replicas agree bit for bit.
+  std::vector<uint64_t> parameter_digests;
+};
+
+// One JSON object; NaN and infinities (e.g. no epoch run) become null.
+std::string to_json(const RunSummary& summary);
+
+}  // namespace train_mnist

@@ -1,0 +1,47 @@
+// Command-line options of train_mnist.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chorus/torch/distributed_optimizer.h"
+#include "models.h"
+
+namespace train_mnist {
+
+struct TrainOptions {
+  int64_t epochs = 5;
+  int64_t batch_size = 64;  // per rank
+  double lr = 1e-3;         // single-process learning rate; the run uses lr x size()
+  uint64_t seed = 42;
+  std::string data_dir = "data/mnist";
+  ModelKind model = ModelKind::kMlp;
+  std::string checkpoint_dir;  // empty: no checkpoints
+  bool resume = false;
+  int64_t early_stopping_patience = 0;  // 0: off
+  double clip_grad_norm = 0;            // 0: off
+  int64_t accumulate = 1;               // backward passes per optimizer step
+  chorus::torch::Compression compression = chorus::torch::Compression::kNone;
+  int threads = 1;  // LibTorch intra-op threads per rank
+  std::string summary_json;  // empty: none
+  // The live in-epoch line: "auto" draws it when stdout is a terminal. Under
+  // mpirun every rank's stdout is a pseudo-terminal even when mpirun's own
+  // output goes to a file, so scripts pass "epochs" (epoch lines only).
+  enum class Progress { kAuto, kLive, kEpochs };
+  Progress progress = Progress::kAuto;
+};
+
+// What the command line asked for: options to train with, or help text to
+// print (--help).
+struct ParsedCommandLine {
+  std::optional<TrainOptions> options;
+  std::string help;
+};
+
+// Throws chorus::Error naming the option, the bad value and what is accepted
+// (e.g. "--batch-size=0 is invalid: expected an integer from 1 to 65536").
+ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments);
+
+}  // namespace train_mnist

@@ -1,0 +1,80 @@
+// The training loop of train_mnist, as a class so tests can run it in-process.
+//
+// Every rank builds the model from the same seed, then takes rank 0's
+// parameters and optimizer state (broadcast_parameters and
+// broadcast_optimizer_state), so all replicas start equal even when the seed
+// or a checkpoint is only right on rank 0. Each epoch a DistributedSampler
+// seeded with --seed gives every rank a disjoint share of the training set
+// (set_epoch reshuffles); batches are index_select()s of the preloaded
+// tensors. The DistributedOptimizer averages gradients across ranks. After
+// each epoch every rank evaluates its share of the test set and the sums are
+// allreduced, so all ranks see the same test loss and take the same
+// early-stopping decision; rank 0 writes the checkpoints.
+#pragma once
+
+#include <memory>
+#include <ostream>
+
+#include <torch/optim/adam.h>
+
+#include "checkpoint.h"
+#include "chorus/torch.h"
+#include "mnist_idx.h"
+#include "models.h"
+#include "progress.h"
+#include "run_summary.h"
+#include "train_options.h"
+
+namespace train_mnist {
+
+class Trainer {
+ public:
+  // chorus::init() must have been called. Loads the data (every rank reads
+  // the files itself) and builds the model and optimizer; throws
+  // chorus::Error when the data cannot be read.
+  Trainer(TrainOptions options, std::ostream& out, bool live_progress);
+
+  // Trains (resuming first when options.resume) until options.epochs or
+  // early stopping. Collective: every rank calls it with the same options.
+  // Throws chorus::Error on every rank when a checkpoint cannot be read or
+  // written on rank 0.
+  RunSummary run();
+
+  Classifier& model() { return *model_; }
+  torch::optim::Adam& optimizer() { return *adam_; }
+
+ private:
+  struct EpochMetrics {
+    double train_loss = 0;
+    double train_seconds = 0;
+    int64_t train_samples = 0;  // of all ranks
+  };
+  struct Evaluation {
+    double loss = 0;
+    double accuracy = 0;
+  };
+
+  // Loads the checkpoint on rank 0 when resuming (and creates the checkpoint
+  // folder); every rank gets rank 0's outcome, state and progress.
+  void restore_and_synchronize();
+  EpochMetrics train_epoch(int64_t epoch);
+  void optimizer_step();
+  Evaluation evaluate();
+  // Rank 0 writes last.ckpt (and best.ckpt); every rank learns whether it worked.
+  void save_checkpoints(bool best);
+  std::vector<uint64_t> parameter_digests();
+
+  TrainOptions options_;
+  ProgressPrinter printer_;
+  int rank_;
+  int size_;
+  MnistData train_;
+  MnistData test_;
+  std::shared_ptr<Classifier> model_;
+  std::unique_ptr<torch::optim::Adam> adam_;
+  std::unique_ptr<chorus::torch::DistributedOptimizer> optimizer_;
+  chorus::torch::DistributedSampler sampler_;
+  TrainingProgress progress_;
+};
+
+}  // namespace train_mnist
