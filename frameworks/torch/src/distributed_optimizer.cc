@@ -165,6 +165,12 @@ DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer,
                                            DistributedOptimizerOptions options)
     : DistributedOptimizer(optimizer, to_list(parameters), std::move(options)) {}
 
+DistributedOptimizer::DistributedOptimizer(
+    ::torch::optim::Optimizer& optimizer,
+    std::initializer_list<std::pair<std::string, ::torch::Tensor>> parameters,
+    DistributedOptimizerOptions options)
+    : DistributedOptimizer(optimizer, NamedList(parameters), std::move(options)) {}
+
 DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer,
                                            const NamedList& parameters,
                                            DistributedOptimizerOptions options)

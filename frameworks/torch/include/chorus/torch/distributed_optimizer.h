@@ -13,6 +13,7 @@
 // identical on every rank.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -56,12 +57,20 @@ class DistributedOptimizer {
   // `optimizer` must outlive this object. `parameters` are the model's named
   // parameters (module->named_parameters()); every parameter the optimizer
   // updates must be among them. Throws chorus::Error for LBFGS, duplicate
-  // names, parameters unknown to the optimizer, or bad options.
+  // names, a parameter the optimizer updates that has no name, or bad
+  // options. Parameters that do not require grad are left alone, and so are
+  // named parameters the optimizer does not update; a tensor listed under
+  // two names (tied weights) is reduced once, under its first name.
   DistributedOptimizer(::torch::optim::Optimizer& optimizer, const NamedParameters& parameters,
                        DistributedOptimizerOptions options = {});
   // Same, with an explicit list of (name, parameter) pairs.
   DistributedOptimizer(::torch::optim::Optimizer& optimizer,
                        const std::vector<std::pair<std::string, ::torch::Tensor>>& parameters,
+                       DistributedOptimizerOptions options = {});
+  // Same, for a braced list: DistributedOptimizer(sgd, {{"w", w}, {"b", b}})
+  // (which would otherwise be ambiguous between the two forms above).
+  DistributedOptimizer(::torch::optim::Optimizer& optimizer,
+                       std::initializer_list<std::pair<std::string, ::torch::Tensor>> parameters,
                        DistributedOptimizerOptions options = {});
   ~DistributedOptimizer();
   DistributedOptimizer(const DistributedOptimizer&) = delete;
@@ -69,11 +78,15 @@ class DistributedOptimizer {
 
   // Waits for every gradient allreduce of this step and writes the results
   // into .grad. Parameters whose hook did not fire this step are submitted
-  // with zero gradients, so every rank submits the same names. Throws
-  // chorus::Error with the runtime's message when a collective failed.
+  // with their .grad as it is (zeros after zero_grad(); zeros are created
+  // when there is none), so every rank submits the same names. Throws
+  // chorus::Error with the runtime's message when a collective failed, or
+  // when a gradient was computed again while its allreduce was in flight
+  // (more backward passes than backward_passes_per_step).
   void synchronize();
   // synchronize() (unless inside a SkipSynchronize scope), then the wrapped
-  // optimizer's step().
+  // optimizer's step(). Inside a SkipSynchronize scope, refused
+  // (chorus::Error) while allreduces are in flight.
   void step();
   // Zeroes the gradients; refused (chorus::Error) while allreduces are in
   // flight, since the runtime may still be writing them.
