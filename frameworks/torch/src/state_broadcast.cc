@@ -57,11 +57,11 @@ std::string serialize_optimizer(const ::torch::optim::Optimizer& optimizer) {
 
 // Throws chorus::Error when this rank's optimizer cannot take root's state.
 void check_same_structure(::torch::serialize::InputArchive& archive,
-                          const ::torch::optim::Optimizer& optimizer, int root_rank) {
+                          const ::torch::optim::Optimizer& optimizer, int rank, int root_rank) {
   c10::IValue type;
   archive.read("optimizer_type", type);
   const std::string here = c10::demangle(typeid(optimizer).name());
-  const std::string where = "broadcast_optimizer_state: rank " + std::to_string(chorus::rank());
+  const std::string where = "broadcast_optimizer_state: rank " + std::to_string(rank);
   if (type.toStringRef() != here) {
     throw Error(Status::Mismatch(where + " has an optimizer of type " + here + ", root rank " +
                                  std::to_string(root_rank) + " one of type " + type.toStringRef() +
@@ -80,11 +80,11 @@ void check_same_structure(::torch::serialize::InputArchive& archive,
   }
 }
 
-void load_optimizer(::torch::optim::Optimizer& optimizer, const std::string& bytes,
+void load_optimizer(::torch::optim::Optimizer& optimizer, const std::string& bytes, int rank,
                     int root_rank) {
   ::torch::serialize::InputArchive archive;
   archive.load_from(bytes.data(), bytes.size());
-  check_same_structure(archive, optimizer, root_rank);
+  check_same_structure(archive, optimizer, rank, root_rank);
   ::torch::serialize::InputArchive saved;
   archive.read("optimizer", saved);
   // load() only adds or replaces the entries root has (matching parameters
@@ -156,15 +156,18 @@ void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tenso
 }
 
 void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_rank) {
-  const bool is_root = chorus::rank() == root_rank;
+  // Asked once, before the collective: loading needs no runtime, which root
+  // may already be shutting down.
+  const int rank = chorus::rank();
+  const bool is_root = rank == root_rank;
   const std::string bytes = broadcast_bytes(is_root ? serialize_optimizer(optimizer) : std::string(),
                                             root_rank, "broadcast_optimizer_state");
   if (is_root) return;
   try {
-    load_optimizer(optimizer, bytes, root_rank);
+    load_optimizer(optimizer, bytes, rank, root_rank);
   } catch (const c10::Error& e) {
-    throw Error(Status::Internal("broadcast_optimizer_state: rank " +
-                                 std::to_string(chorus::rank()) + " could not load root rank " +
+    throw Error(Status::Internal("broadcast_optimizer_state: rank " + std::to_string(rank) +
+                                 " could not load root rank " +
                                  std::to_string(root_rank) + "'s optimizer state: " +
                                  e.what_without_backtrace()));
   }
