@@ -1,0 +1,169 @@
+// DistributedSampler on its own: every "rank" is a sampler constructed with
+// explicit num_replicas and rank, as every process would build it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "chorus/status.h"
+#include "chorus/torch/distributed_sampler.h"
+
+namespace {
+
+using chorus::torch::DistributedSampler;
+using ::testing::HasSubstr;
+
+std::vector<std::vector<int64_t>> all_ranks(int64_t n, int replicas, DistributedSampler::Options o,
+                                            int64_t epoch) {
+  std::vector<std::vector<int64_t>> shards;
+  for (int r = 0; r < replicas; ++r) {
+    DistributedSampler sampler(n, o, replicas, r);
+    sampler.set_epoch(epoch);
+    shards.push_back(sampler.indices());
+    EXPECT_EQ(static_cast<int64_t>(shards.back().size()), sampler.num_samples());
+  }
+  return shards;
+}
+
+// Interleaves the shards back into the order they were dealt from.
+std::vector<int64_t> dealt_order(const std::vector<std::vector<int64_t>>& shards) {
+  std::vector<int64_t> order;
+  for (size_t i = 0; i < shards[0].size(); ++i) {
+    for (const auto& shard : shards) order.push_back(shard[i]);
+  }
+  return order;
+}
+
+std::string error_of(int64_t n, int replicas, int rank) {
+  try {
+    DistributedSampler sampler(n, {}, replicas, rank);
+  } catch (const chorus::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DistributedSamplerTest, ShardsAreDisjointEqualAndCoverAllButTheRemainder) {
+  for (int64_t n : {4, 7, 100, 103}) {
+    for (int replicas : {1, 2, 3, 4}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " replicas=" + std::to_string(replicas));
+      const auto shards = all_ranks(n, replicas, {}, 0);
+      std::set<int64_t> seen;
+      for (const auto& shard : shards) {
+        EXPECT_EQ(static_cast<int64_t>(shard.size()), n / replicas);
+        for (int64_t i : shard) {
+          EXPECT_TRUE(i >= 0 && i < n) << i;
+          EXPECT_TRUE(seen.insert(i).second) << i << " is in two shards";
+        }
+      }
+      EXPECT_EQ(static_cast<int64_t>(seen.size()), n - n % replicas);
+    }
+  }
+}
+
+TEST(DistributedSamplerTest, PadModeCoversEverySampleWithEqualCounts) {
+  DistributedSampler::Options pad;
+  pad.pad = true;
+  for (int64_t n : {4, 7, 103}) {
+    for (int replicas : {2, 3, 4}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " replicas=" + std::to_string(replicas));
+      const auto shards = all_ranks(n, replicas, pad, 3);
+      const int64_t per_rank = (n + replicas - 1) / replicas;
+      std::vector<int64_t> all;
+      for (const auto& shard : shards) {
+        EXPECT_EQ(static_cast<int64_t>(shard.size()), per_rank);
+        all.insert(all.end(), shard.begin(), shard.end());
+      }
+      EXPECT_EQ(std::set<int64_t>(all.begin(), all.end()).size(), static_cast<size_t>(n));
+      // The padding repeats the permutation's first samples, in order.
+      const std::vector<int64_t> order = dealt_order(shards);
+      const int64_t extra = per_rank * replicas - n;
+      for (int64_t i = 0; i < extra; ++i) EXPECT_EQ(order[n + i], order[i]);
+    }
+  }
+}
+
+TEST(DistributedSamplerTest, SamePermutationFromTheSameSeedAndEpochOnEveryRank) {
+  DistributedSampler::Options options;
+  options.seed = 42;
+  // Built in a different order and on separate objects, the ranks still
+  // deal from one permutation of the whole dataset.
+  const auto first = all_ranks(60, 3, options, 5);
+  auto reversed = first;
+  for (int r = 2; r >= 0; --r) {
+    DistributedSampler sampler(60, options, 3, r);
+    sampler.set_epoch(7);
+    (void)sampler.indices();
+    sampler.set_epoch(5);
+    reversed[r] = sampler.indices();
+  }
+  EXPECT_EQ(first, reversed);
+  std::vector<int64_t> order = dealt_order(first);
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 60; ++i) EXPECT_EQ(sorted[i], i);
+  std::vector<int64_t> identity(60);
+  for (int64_t i = 0; i < 60; ++i) identity[i] = i;
+  EXPECT_NE(order, identity) << "shuffle = true left the dataset in order";
+}
+
+TEST(DistributedSamplerTest, EpochAndSeedChangeTheOrderAndTheDroppedSamples) {
+  DistributedSampler::Options options;
+  options.seed = 1;
+  const auto epoch0 = dealt_order(all_ranks(103, 4, options, 0));
+  const auto epoch1 = dealt_order(all_ranks(103, 4, options, 1));
+  EXPECT_NE(epoch0, epoch1);
+  options.seed = 2;
+  EXPECT_NE(dealt_order(all_ranks(103, 4, options, 0)), epoch0);
+  // Without padding 3 samples are left out; over epochs different ones.
+  options.seed = 1;
+  std::set<std::set<int64_t>> dropped_sets;
+  for (int64_t epoch = 0; epoch < 5; ++epoch) {
+    const auto order = dealt_order(all_ranks(103, 4, options, epoch));
+    std::set<int64_t> dropped;
+    for (int64_t i = 0; i < 103; ++i) dropped.insert(i);
+    for (int64_t i : order) dropped.erase(i);
+    EXPECT_EQ(dropped.size(), 3u);
+    dropped_sets.insert(dropped);
+  }
+  EXPECT_GT(dropped_sets.size(), 1u);
+}
+
+TEST(DistributedSamplerTest, EveryOrderOfASmallDatasetOccurs) {
+  // 4 samples have 24 orders; an unbiased shuffle reaches all of them within
+  // a few hundred epochs (a broken Fisher-Yates, e.g. one that never leaves
+  // an element in place, reaches fewer).
+  DistributedSampler::Options options;
+  options.seed = 9;
+  std::set<std::vector<int64_t>> orders;
+  for (int64_t epoch = 0; epoch < 600; ++epoch) {
+    DistributedSampler sampler(4, options, 1, 0);
+    sampler.set_epoch(epoch);
+    orders.insert(sampler.indices());
+  }
+  EXPECT_EQ(orders.size(), 24u);
+}
+
+TEST(DistributedSamplerTest, WithoutShuffleRanksTakeEveryReplicaThSample) {
+  DistributedSampler::Options in_order;
+  in_order.shuffle = false;
+  DistributedSampler sampler(10, in_order, 3, 1);
+  sampler.set_epoch(4);
+  EXPECT_EQ(sampler.epoch(), 4);
+  EXPECT_EQ(sampler.indices(), (std::vector<int64_t>{1, 4, 7}));
+  in_order.pad = true;
+  // 10 samples padded to 12 with samples 0 and 1; rank 2 deals positions 2, 5, 8, 11.
+  EXPECT_EQ(DistributedSampler(10, in_order, 3, 2).indices(), (std::vector<int64_t>{2, 5, 8, 1}));
+}
+
+TEST(DistributedSamplerTest, BadArgumentsAreNamed) {
+  EXPECT_THAT(error_of(2, 3, 0), HasSubstr("dataset_size 2 is smaller than num_replicas 3"));
+  EXPECT_THAT(error_of(10, 3, 3), HasSubstr("rank 3 is out of range; expected 0 to 2"));
+  EXPECT_THAT(error_of(10, 0, 0), HasSubstr("num_replicas is 0"));
+  EXPECT_THAT(error_of(-1, 1, 0), HasSubstr("dataset_size -1 is smaller than num_replicas 1"));
+}
+
+}  // namespace
