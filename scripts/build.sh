@@ -2,21 +2,25 @@
 # Configures (only when needed) and builds Chorus with Ninja, RelWithDebInfo.
 #   scripts/build.sh [--sanitize] [target...]
 #     (default)   build/            all targets
-#     --sanitize  build-sanitize/   -DCHORUS_SANITIZE=ON (AddressSanitizer + UBSan)
+#     --sanitize  build-sanitize/   -DCHORUS_SANITIZE=ON (AddressSanitizer + UBSan), without
+#                 the LibTorch front end and examples (LibTorch itself is not
+#                 instrumented, and compiling its headers twice would double
+#                 the suite's build time on 2 cores)
 #     target...   build only these (e.g. chorus_bench); Ninja rebuilds only what is stale.
 #   CHORUS_BUILD_JOBS=N overrides the parallelism (default: nproc).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage() { sed -n '2,7s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die() { echo "build: error: $*" >&2; exit 1; }
 
 sanitize=OFF
+with_torch=AUTO
 build_dir="$root/build"
 targets=()
 while (($#)); do
   case "$1" in
-    --sanitize) sanitize=ON; build_dir="$root/build-sanitize" ;;
+    --sanitize) sanitize=ON; with_torch=OFF; build_dir="$root/build-sanitize" ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "build: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     *) targets+=("$1") ;;
@@ -42,11 +46,14 @@ else
   fi
   grep -qx "CHORUS_SANITIZE:BOOL=$sanitize" "$cache" || configure=1
   grep -qx 'CMAKE_BUILD_TYPE:STRING=RelWithDebInfo' "$cache" || configure=1
+  if [[ "$with_torch" == OFF ]]; then grep -qx 'CHORUS_WITH_TORCH:BOOL=OFF' "$cache" || configure=1; fi
 fi
 if ((configure)); then
   echo "build: configuring $build_dir (CHORUS_SANITIZE=$sanitize)" >&2
+  torch_flag=()
+  [[ "$with_torch" == OFF ]] && torch_flag=(-DCHORUS_WITH_TORCH=OFF)
   cmake -S "$root" -B "$build_dir" -G Ninja \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_SANITIZE="$sanitize" ||
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_SANITIZE="$sanitize" "${torch_flag[@]}" ||
     die "configuring $build_dir failed (see CMake's messages above)"
 fi
 
