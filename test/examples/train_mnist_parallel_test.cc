@@ -1,0 +1,278 @@
+// train_mnist's Trainer under real MPI ranks, on a tiny generated dataset:
+// a run interrupted after an epoch and resumed ends bit-identical to an
+// uninterrupted one; early stopping stops every rank at the same epoch; a
+// checkpoint that rank 0 cannot read or write fails every rank with rank 0's
+// message, and a failed run leaves the last good checkpoint intact.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "support/harness.h"
+#include "test_files.h"
+#include "trainer.h"
+
+namespace train_mnist_test {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using train_mnist::IdxImages;
+using train_mnist::ModelKind;
+using train_mnist::RunSummary;
+using train_mnist::TrainOptions;
+
+// Writes `count` images whose label k lights up a 7x7 block at a position
+// that depends on k (plus noise), so a model can learn them. With
+// random_labels, the labels are drawn independently of the images instead.
+void write_split(const std::string& dir, train_mnist::MnistSplit split, int64_t count, uint32_t seed,
+                 bool random_labels) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> noise(0, 60);
+  std::uniform_int_distribution<int> label_of(0, 9);
+  IdxImages images;
+  images.count = count;
+  images.rows = images.cols = 28;
+  std::vector<uint8_t> labels;
+  for (int64_t i = 0; i < count; ++i) {
+    const int label = label_of(random);
+    const int top = 2 + (label / 5) * 12, left = 1 + (label % 5) * 5;
+    for (int r = 0; r < 28; ++r) {
+      for (int c = 0; c < 28; ++c) {
+        const bool lit = r >= top && r < top + 7 && c >= left && c < left + 7;
+        images.pixels.push_back(static_cast<uint8_t>(noise(random) + (lit ? 180 : 0)));
+      }
+    }
+    labels.push_back(static_cast<uint8_t>(random_labels ? label_of(random) : label));
+  }
+  train_mnist::write_idx_images(dir + "/" + train_mnist::mnist_images_file(split), images);
+  train_mnist::write_idx_labels(dir + "/" + train_mnist::mnist_labels_file(split), labels);
+}
+
+class TrainMnistParallel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ASSERT_TRUE(chorus_test::init_chorus()); }
+  static void TearDownTestSuite() { chorus_test::shutdown_chorus(); }
+
+  // A folder every rank sees (same machine), made by rank 0, with a learnable
+  // dataset in data/ and one whose test labels are noise in noisy/.
+  void SetUp() override {
+    root_ = (std::filesystem::temp_directory_path() / ("train_mnist_" + chorus_test::shared_token())).string();
+    if (chorus_test::world_rank() == 0) {
+      std::filesystem::create_directories(root_ + "/data");
+      std::filesystem::create_directories(root_ + "/noisy");
+      write_split(root_ + "/data", train_mnist::MnistSplit::kTrain, 256, 1, false);
+      write_split(root_ + "/data", train_mnist::MnistSplit::kTest, 64, 2, false);
+      write_split(root_ + "/noisy", train_mnist::MnistSplit::kTrain, 256, 1, false);
+      write_split(root_ + "/noisy", train_mnist::MnistSplit::kTest, 64, 3, true);
+    }
+    chorus_test::test_barrier();
+  }
+  void TearDown() override {
+    chorus_test::test_barrier();
+    if (chorus_test::world_rank() == 0) std::filesystem::remove_all(root_);
+  }
+
+  TrainOptions options(int64_t epochs, const std::string& checkpoints) const {
+    TrainOptions options;
+    options.epochs = epochs;
+    options.batch_size = 16;
+    options.data_dir = root_ + "/data";
+    options.checkpoint_dir = checkpoints.empty() ? "" : root_ + "/" + checkpoints;
+    options.seed = 7;
+    return options;
+  }
+
+  // Trains with `options`; returns the summary and the final parameters.
+  RunSummary train(const TrainOptions& options, std::vector<torch::Tensor>* parameters = nullptr) {
+    std::ostringstream out;
+    train_mnist::Trainer trainer(options, out, /*live_progress=*/false);
+    const RunSummary summary = trainer.run();
+    if (parameters) {
+      parameters->clear();
+      for (const auto& p : trainer.model().parameters()) parameters->push_back(p.detach().clone());
+    }
+    return summary;
+  }
+
+  // The error every rank gets from training with `options`.
+  std::string training_error(const TrainOptions& options) {
+    return error_of([&] { train(options); });
+  }
+
+  std::string root_;
+};
+
+struct ResumeCase {
+  ModelKind model;
+  int64_t accumulate;
+  double clip;
+  chorus::torch::Compression compression;
+};
+
+class ResumeEqualsUninterrupted : public TrainMnistParallel,
+                                  public ::testing::WithParamInterface<ResumeCase> {};
+
+TEST_P(ResumeEqualsUninterrupted, BitForBit) {
+  const ResumeCase c = GetParam();
+  auto configure = [&](int64_t epochs, const std::string& dir) {
+    TrainOptions o = options(epochs, dir);
+    o.model = c.model;
+    o.accumulate = c.accumulate;
+    o.clip_grad_norm = c.clip;
+    o.compression = c.compression;
+    return o;
+  };
+  std::vector<torch::Tensor> uninterrupted, after_one, resumed;
+  const RunSummary reference = train(configure(3, "a"), &uninterrupted);
+  ASSERT_EQ(reference.epochs_run, 3);
+  // "Interrupted" after epoch 1: a run that ends there, leaving last.ckpt...
+  train(configure(1, "b"), &after_one);
+  // ... and a fresh one that resumes from it.
+  TrainOptions resume = configure(3, "b");
+  resume.resume = true;
+  const RunSummary summary = train(resume, &resumed);
+  EXPECT_EQ(summary.epochs_run, 3);
+  EXPECT_EQ(summary.epochs_this_run, 2);
+  EXPECT_EQ(summary.final_test_loss, reference.final_test_loss);
+  EXPECT_EQ(summary.final_test_accuracy, reference.final_test_accuracy);
+  EXPECT_EQ(summary.best_epoch, reference.best_epoch);
+
+  ASSERT_EQ(resumed.size(), uninterrupted.size());
+  bool trained_on = false;
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    EXPECT_TRUE(torch::equal(resumed[i], uninterrupted[i]))
+        << "parameter " << i << " differs by up to "
+        << (resumed[i] - uninterrupted[i]).abs().max().item<double>();
+    trained_on = trained_on || !torch::equal(after_one[i], uninterrupted[i]);
+  }
+  EXPECT_TRUE(trained_on) << "epochs 2-3 changed nothing: the comparison proves nothing";
+  // All replicas agree too.
+  EXPECT_EQ(summary.parameter_digests, std::vector<uint64_t>(2, summary.parameter_digests[0]));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configurations, ResumeEqualsUninterrupted,
+    ::testing::Values(ResumeCase{ModelKind::kMlp, 1, 0.0, chorus::torch::Compression::kNone},
+                      ResumeCase{ModelKind::kCnn, 2, 0.5, chorus::torch::Compression::kFP16}),
+    [](const auto& param_info) {
+      return param_info.param.model == ModelKind::kMlp ? "MlpPlain" : "CnnAccumulateClipFp16";
+    });
+
+TEST_F(TrainMnistParallel, LearnsTheGeneratedData) {
+  // Independent of checkpoints: the tiny dataset is learnable, so the
+  // resume comparison above compares real training.
+  TrainOptions o = options(4, "");
+  const RunSummary summary = train(o);
+  EXPECT_GE(summary.final_test_accuracy, 0.9);
+}
+
+TEST_F(TrainMnistParallel, EarlyStoppingStopsEveryRankAtTheSameEpoch) {
+  // Test labels are noise: the test loss is lowest early and rises as the
+  // model fits the training set.
+  TrainOptions o = options(40, "");
+  o.data_dir = root_ + "/noisy";
+  o.early_stopping_patience = 2;
+  o.lr = 0.01;
+  const RunSummary summary = train(o);
+  EXPECT_TRUE(summary.stopped_early);
+  EXPECT_LT(summary.epochs_run, 40);
+  EXPECT_EQ(summary.epochs_run, summary.best_epoch + 2) << "stopped before the patience ran out";
+  const std::vector<int> stopped_at = chorus_test::exchange(static_cast<int>(summary.epochs_run));
+  EXPECT_EQ(stopped_at, std::vector<int>(stopped_at.size(), stopped_at[0]));
+  const std::vector<int> best = chorus_test::exchange(static_cast<int>(summary.best_epoch));
+  EXPECT_EQ(best, std::vector<int>(best.size(), best[0]));
+}
+
+TEST_F(TrainMnistParallel, CorruptCheckpointFailsEveryRankNamingTheFile) {
+  train(options(1, "c"));
+  const std::string path = train_mnist::last_checkpoint_path(root_ + "/c");
+  chorus_test::test_barrier();
+  if (chorus_test::world_rank() == 0) {
+    const std::string bytes = read_bytes(path);
+    write_bytes(path, bytes.substr(0, bytes.size() / 2));
+  }
+  chorus_test::test_barrier();
+  TrainOptions o = options(2, "c");
+  o.resume = true;
+  EXPECT_THAT(training_error(o), HasSubstr("Checkpoint '" + path + "' is truncated"));
+}
+
+TEST_F(TrainMnistParallel, CheckpointOfAnotherModelFailsEveryRank) {
+  train(options(1, "f"));
+  TrainOptions o = options(2, "f");
+  o.resume = true;
+  o.model = ModelKind::kCnn;
+  EXPECT_THAT(training_error(o),
+              AllOf(HasSubstr("Checkpoint '" + train_mnist::last_checkpoint_path(root_ + "/f") + "'"),
+                    HasSubstr("was written for another model (model mlp vs cnn")));
+}
+
+TEST_F(TrainMnistParallel, ResumeWithoutACheckpointFailsEveryRank) {
+  TrainOptions o = options(2, "empty");
+  o.resume = true;
+  EXPECT_THAT(training_error(o),
+              HasSubstr("Cannot open checkpoint '" + train_mnist::last_checkpoint_path(root_ + "/empty") + "'"));
+}
+
+TEST_F(TrainMnistParallel, UnusableCheckpointFolderFailsEveryRank) {
+  EXPECT_THAT(training_error(options(1, "data/train-labels-idx1-ubyte")),
+              AllOf(HasSubstr("Cannot use --checkpoint-dir '" + root_ + "/data/train-labels-idx1-ubyte'"),
+                    HasSubstr("expected a writable folder")));
+}
+
+// Limits the size of files this process writes (rank 0 only) and ignores
+// SIGXFSZ, so writing a checkpoint fails with EFBIG as on a full disk.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(bool active) : active_(active) {
+    if (!active_) return;
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    previous_ = signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = saved_;
+    limit.rlim_cur = 64 * 1024;
+    setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    if (!active_) return;
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    signal(SIGXFSZ, previous_);
+  }
+
+ private:
+  bool active_;
+  rlimit saved_{};
+  sighandler_t previous_ = SIG_DFL;
+};
+
+TEST_F(TrainMnistParallel, FailedCheckpointWriteFailsEveryRankAndKeepsTheLastGoodOne) {
+  std::vector<torch::Tensor> after_one;
+  train(options(1, "w"), &after_one);
+  TrainOptions o = options(3, "w");
+  o.resume = true;
+  std::string error;
+  {
+    FileSizeLimit limit(chorus_test::world_rank() == 0);
+    error = training_error(o);
+  }
+  const std::string path = train_mnist::last_checkpoint_path(root_ + "/w");
+  EXPECT_THAT(error, AllOf(HasSubstr("Cannot write checkpoint '" + path + "'"), HasSubstr("File too large")));
+  // The checkpoint of epoch 1 is still there and whole.
+  torch::manual_seed(0);
+  auto model = train_mnist::make_model(ModelKind::kMlp);
+  torch::optim::Adam adam(model->parameters());
+  const train_mnist::TrainingProgress progress = train_mnist::load_checkpoint(path, *model, adam);
+  EXPECT_EQ(progress.epochs_completed, 1);
+  const auto parameters = model->parameters();
+  for (size_t i = 0; i < parameters.size(); ++i) EXPECT_TRUE(torch::equal(parameters[i], after_one[i]));
+}
+
+}  // namespace
+}  // namespace train_mnist_test

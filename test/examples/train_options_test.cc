@@ -1,0 +1,114 @@
+// train_mnist's command line: defaults, every flag, and messages for bad values.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_files.h"
+#include "train_options.h"
+
+namespace train_mnist_test {
+namespace {
+
+using ::testing::HasSubstr;
+using train_mnist::TrainOptions;
+
+TrainOptions parse(const std::vector<std::string>& arguments) {
+  const auto parsed = train_mnist::parse_train_options(arguments);
+  EXPECT_TRUE(parsed.options.has_value());
+  return parsed.options.value_or(TrainOptions{});
+}
+
+std::string parse_error(const std::vector<std::string>& arguments) {
+  return error_of([&] { train_mnist::parse_train_options(arguments); });
+}
+
+TEST(TrainOptions, DefaultsAreTheReferenceRun) {
+  const TrainOptions options = parse({});
+  EXPECT_EQ(options.epochs, 5);
+  EXPECT_EQ(options.batch_size, 64);
+  EXPECT_EQ(options.lr, 1e-3);
+  EXPECT_EQ(options.seed, 42u);
+  EXPECT_EQ(options.data_dir, "data/mnist");
+  EXPECT_EQ(options.model, train_mnist::ModelKind::kMlp);
+  EXPECT_EQ(options.checkpoint_dir, "");
+  EXPECT_FALSE(options.resume);
+  EXPECT_EQ(options.early_stopping_patience, 0);
+  EXPECT_EQ(options.clip_grad_norm, 0);
+  EXPECT_EQ(options.accumulate, 1);
+  EXPECT_EQ(options.compression, chorus::torch::Compression::kNone);
+  EXPECT_EQ(options.threads, 1);
+  EXPECT_EQ(options.summary_json, "");
+  EXPECT_EQ(options.progress, TrainOptions::Progress::kAuto);
+}
+
+TEST(TrainOptions, EveryFlag) {
+  const TrainOptions options =
+      parse({"--epochs", "7", "--batch-size=32", "--lr", "0.01", "--seed", "18446744073709551615",
+             "--data-dir", "/d", "--model", "cnn", "--checkpoint-dir", "/c", "--resume",
+             "--early-stopping-patience", "2", "--clip-grad-norm", "1.5", "--accumulate", "4",
+             "--compression", "bf16", "--threads", "3", "--summary-json", "/s.json",
+             "--progress", "epochs"});
+  EXPECT_EQ(options.epochs, 7);
+  EXPECT_EQ(options.batch_size, 32);
+  EXPECT_EQ(options.lr, 0.01);
+  EXPECT_EQ(options.seed, 18446744073709551615ull);
+  EXPECT_EQ(options.data_dir, "/d");
+  EXPECT_EQ(options.model, train_mnist::ModelKind::kCnn);
+  EXPECT_EQ(options.checkpoint_dir, "/c");
+  EXPECT_TRUE(options.resume);
+  EXPECT_EQ(options.early_stopping_patience, 2);
+  EXPECT_EQ(options.clip_grad_norm, 1.5);
+  EXPECT_EQ(options.accumulate, 4);
+  EXPECT_EQ(options.compression, chorus::torch::Compression::kBF16);
+  EXPECT_EQ(options.threads, 3);
+  EXPECT_EQ(options.summary_json, "/s.json");
+  EXPECT_EQ(options.progress, TrainOptions::Progress::kEpochs);
+  EXPECT_EQ(parse({"--progress", "live"}).progress, TrainOptions::Progress::kLive);
+  EXPECT_EQ(parse({"--compression", "fp16"}).compression, chorus::torch::Compression::kFP16);
+}
+
+TEST(TrainOptions, HelpListsTheOptions) {
+  const auto parsed = train_mnist::parse_train_options({"--help"});
+  EXPECT_FALSE(parsed.options.has_value());
+  for (const char* flag : {"--epochs", "--batch-size", "--lr", "--seed", "--data-dir", "--model",
+                           "--checkpoint-dir", "--resume", "--early-stopping-patience",
+                           "--clip-grad-norm", "--accumulate", "--compression", "--threads",
+                           "--summary-json", "--progress"}) {
+    EXPECT_THAT(parsed.help, HasSubstr(flag));
+  }
+}
+
+TEST(TrainOptions, BadValuesNameTheFlagAndTheAcceptedValues) {
+  EXPECT_EQ(parse_error({"--epochs", "0"}), "--epochs=0 is invalid: expected an integer from 1 to 100000");
+  EXPECT_EQ(parse_error({"--epochs", "-3"}), "--epochs=-3 is invalid: expected an integer from 1 to 100000");
+  EXPECT_EQ(parse_error({"--batch-size", "12x"}),
+            "--batch-size=12x is invalid: expected an integer from 1 to 65536");
+  EXPECT_EQ(parse_error({"--lr", "0"}), "--lr=0 is invalid: expected a number above 0 to 10");
+  EXPECT_EQ(parse_error({"--lr", "nan"}), "--lr=nan is invalid: expected a number above 0 to 10");
+  EXPECT_EQ(parse_error({"--seed", "1e3"}),
+            "--seed=1e3 is invalid: expected an integer from 0 to 18446744073709551615");
+  EXPECT_EQ(parse_error({"--seed", "18446744073709551616"}),
+            "--seed=18446744073709551616 is invalid: expected an integer from 0 to 18446744073709551615");
+  EXPECT_EQ(parse_error({"--model", "rnn"}), "--model=rnn is invalid: expected mlp or cnn");
+  EXPECT_EQ(parse_error({"--compression", "zip"}), "--compression=zip is invalid: expected none, fp16 or bf16");
+  EXPECT_EQ(parse_error({"--accumulate", "0"}), "--accumulate=0 is invalid: expected an integer from 1 to 1024");
+  EXPECT_EQ(parse_error({"--threads", "0"}), "--threads=0 is invalid: expected an integer from 1 to 1024");
+  EXPECT_EQ(parse_error({"--clip-grad-norm", "-1"}),
+            "--clip-grad-norm=-1 is invalid: expected a number from 0 to 1e+09");
+  EXPECT_EQ(parse_error({"--early-stopping-patience", "two"}),
+            "--early-stopping-patience=two is invalid: expected an integer from 0 to 100000");
+  EXPECT_EQ(parse_error({"--data-dir", ""}), "--data-dir= is invalid: expected a folder with the MNIST IDX files");
+  EXPECT_EQ(parse_error({"--progress", "bar"}), "--progress=bar is invalid: expected auto, live or epochs");
+  EXPECT_EQ(parse_error({"--resume"}),
+            "--resume needs --checkpoint-dir (the folder whose last.ckpt to continue from)");
+}
+
+TEST(TrainOptions, UnknownOrIncompleteFlags) {
+  EXPECT_THAT(parse_error({"--epoch", "3"}), HasSubstr("unrecognised option '--epoch'"));
+  EXPECT_THAT(parse_error({"--epoch", "3"}), HasSubstr("train_mnist --help lists the options"));
+  EXPECT_THAT(parse_error({"--epochs"}), HasSubstr("--epochs"));
+  EXPECT_EQ(parse_error({"--epochs", "2", "extra"}),
+            "Unexpected argument 'extra': train_mnist takes options only (train_mnist --help lists them)");
+}
+
+}  // namespace
+}  // namespace train_mnist_test
