@@ -98,11 +98,20 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
 
   po::variables_map values;
   try {
-    po::store(po::command_line_parser(arguments)
-                  .options(description)
-                  .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
-                  .run(),
-              values);
+    const po::parsed_options parsed_options =
+        po::command_line_parser(arguments)
+            .options(description)
+            .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
+            .run();
+    // Without declared positional options Boost keeps stray words aside
+    // instead of refusing them.
+    const std::vector<std::string> stray =
+        po::collect_unrecognized(parsed_options.options, po::include_positional);
+    if (!stray.empty()) {
+      fail("Unexpected argument '" + stray.front() +
+           "': train_mnist takes options only (train_mnist --help lists them)");
+    }
+    po::store(parsed_options, values);
     po::notify(values);
   } catch (const po::error& e) {
     fail(std::string(e.what()) + " (train_mnist --help lists the options)");
