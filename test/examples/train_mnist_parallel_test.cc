@@ -166,12 +166,20 @@ INSTANTIATE_TEST_SUITE_P(
       return param_info.param.model == ModelKind::kMlp ? "MlpPlain" : "CnnAccumulateClipFp16";
     });
 
-TEST_F(TrainMnistParallel, LearnsTheGeneratedData) {
-  // Independent of checkpoints: the tiny dataset is learnable, so the
-  // resume comparison above compares real training.
-  TrainOptions o = options(4, "");
-  const RunSummary summary = train(o);
+TEST_F(TrainMnistParallel, LearnsTheGeneratedDataAndKeepsLastAndBestCheckpoints) {
+  // The tiny dataset is learnable, so the resume comparison above compares
+  // real training.
+  const RunSummary summary = train(options(4, "l"));
   EXPECT_GE(summary.final_test_accuracy, 0.9);
+  torch::manual_seed(0);
+  auto model = train_mnist::make_model(ModelKind::kMlp);
+  torch::optim::Adam adam(model->parameters());
+  const auto last = train_mnist::load_checkpoint(train_mnist::last_checkpoint_path(root_ + "/l"), *model, adam);
+  EXPECT_EQ(last.epochs_completed, 4);
+  EXPECT_EQ(last.last_test_loss, summary.final_test_loss);
+  const auto best = train_mnist::load_checkpoint(train_mnist::best_checkpoint_path(root_ + "/l"), *model, adam);
+  EXPECT_EQ(best.epochs_completed, summary.best_epoch);
+  EXPECT_EQ(best.last_test_loss, summary.best_test_loss);
 }
 
 TEST_F(TrainMnistParallel, EarlyStoppingStopsEveryRankAtTheSameEpoch) {
