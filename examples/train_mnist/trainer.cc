@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <utility>
 
 #include <torch/nn/functional/loss.h>
