@@ -26,7 +26,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -69,27 +68,44 @@ struct Span {
 // (tensor, activity) -> span; each appears once in this run.
 using Spans = std::map<std::pair<std::string, std::string>, Span>;
 
-// The timeline writes one event per line: lane names ("M") and spans ("X").
+// The text after `"key": ` in `line`, up to the next ',' or '}' (with the
+// quotes of a string value removed); empty when the key is missing.
+std::string field(const std::string& line, const std::string& key) {
+  const std::string marker = "\"" + key + "\": ";
+  size_t begin = line.find(marker);
+  if (begin == std::string::npos) return "";
+  begin += marker.size();
+  if (line[begin] == '"') {
+    const size_t close = line.find('"', begin + 1);
+    return close == std::string::npos ? "" : line.substr(begin + 1, close - begin - 1);
+  }
+  const size_t stop = line.find_first_of(",}", begin);
+  return line.substr(begin, stop == std::string::npos ? std::string::npos : stop - begin);
+}
+
+// The timeline writes one event per line: lane names ("ph": "M", the
+// tensor in args.name, after "tid") and spans ("ph": "X").
 Spans parse_spans(const std::string& text) {
   Spans spans;
   JsonValidator validator(text);
   EXPECT_TRUE(validator.validate()) << validator.error();
-  const std::regex lane_name(R"(\"ph\": \"M\".*\"tid\": (\d+).*\"args\": \{\"name\": \"([^\"]*)\")");
-  const std::regex span(
-      R"(\{\"name\": \"([A-Z_]+)\", \"ph\": \"X\", \"ts\": ([0-9.]+), \"dur\": ([0-9.]+), \"pid\": 0, \"tid\": (\d+))");
   std::map<std::string, std::string> tensor_of_lane;
   std::istringstream lines(text);
   std::string line;
-  std::smatch match;
   while (std::getline(lines, line)) {
-    if (std::regex_search(line, match, lane_name)) {
-      tensor_of_lane[match[1]] = match[2];
-    } else if (std::regex_search(line, match, span)) {
-      const double ts = std::stod(match[2]);
-      const auto lane = tensor_of_lane.find(match[4]);
+    const std::string phase = field(line, "ph");
+    if (phase == "M") {
+      // The event's own "name" is "thread_name"; the tensor's is in args.
+      const size_t args = line.find("\"args\": ");
+      if (args != std::string::npos) {
+        tensor_of_lane[field(line, "tid")] = field(line.substr(args), "name");
+      }
+    } else if (phase == "X") {
+      const auto lane = tensor_of_lane.find(field(line, "tid"));
       EXPECT_NE(lane, tensor_of_lane.end()) << "span on an unnamed lane: " << line;
       if (lane == tensor_of_lane.end()) continue;
-      spans[{lane->second, match[1]}] = {ts, ts + std::stod(match[3])};
+      const double ts = std::stod(field(line, "ts"));
+      spans[{lane->second, field(line, "name")}] = {ts, ts + std::stod(field(line, "dur"))};
     }
   }
   return spans;
