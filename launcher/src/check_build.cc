@@ -19,7 +19,7 @@ BuildFeatures detect_build_features() {
   BuildFeatures features;
   features.version = CHORUS_VERSION;
 #ifdef CHORUS_WITH_NCCL
-  features.nccl = true;
+  features.cuda_toolkit = true;
 #endif
 #ifdef CHORUS_WITH_TORCH
   features.torch = true;
@@ -48,8 +48,10 @@ std::string format_check_build(const BuildFeatures& f) {
   out += box(f.mpi) + "MPI\n";
   out += box(false) + "Gloo\n\n";
   out += "Available tensor operations:\n";
-  out += box(f.nccl) + "NCCL (CUDA)\n";
+  out += box(false) + "NCCL (CUDA)" +
+         (f.cuda_toolkit ? ": not implemented yet (CUDA Toolkit and NCCL were found)" : "") + "\n";
   out += box(f.mpi) + "MPI\n";
+  out += box(f.shared_memory) + "Shared memory (allreduce among the ranks of one host)\n";
   out += box(false) + "Gloo\n\n";
   out += "Available launchers:\n";
   out += box(!f.mpirun.empty()) + "mpirun" + (f.mpirun.empty() ? " (no Open MPI mpirun on PATH)" : " (" + f.mpirun + ")") + "\n";

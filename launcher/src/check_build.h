@@ -9,7 +9,10 @@ namespace chorus::launcher {
 struct BuildFeatures {
   std::string version;
   bool mpi = true;
-  bool nccl = false;
+  // The CUDA Toolkit and NCCL were found at build time. The NCCL backend
+  // itself is not written yet, so this only changes what is reported.
+  bool cuda_toolkit = false;
+  bool shared_memory = true;  // ops/shm: intra-host allreduce
   bool torch = false;
   std::string mpirun;  // "Open MPI 4.1.4", or "" when not found / not supported
   std::string srun;  // "slurm 22.05.8", or why srun is not usable ("" when absent)

@@ -88,7 +88,7 @@ for m in "${wanted[@]}"; do
   esac
 done
 
-echo "machine: $(nproc) cores, $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg); date: $(date -u +%FT%TZ)"
+echo "machine: $(nproc --all) cores, $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg); date: $(date -u +%FT%TZ)"
 python3 - "$results" "$json" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
