@@ -10,13 +10,13 @@
 namespace chorus {
 namespace {
 
-constexpr int kStages = 2;
+constexpr int kStages = 3;
 constexpr int64_t kLineBytes = 64;  // shares of a chunk are cut at cache lines
 
 }  // namespace
 
 size_t ShmAllreduce::data_bytes(int ranks, int64_t chunk_bytes) {
-  return static_cast<size_t>(kStages) * static_cast<size_t>(ranks + 1) * static_cast<size_t>(chunk_bytes);
+  return static_cast<size_t>(kStages) * static_cast<size_t>(ranks) * static_cast<size_t>(chunk_bytes);
 }
 
 ShmAllreduce::ShmAllreduce(ShmGroup* group, int64_t chunk_bytes) : group_(group), chunk_bytes_(chunk_bytes) {
@@ -30,13 +30,11 @@ ShmAllreduce::ShmAllreduce(ShmGroup* group, int64_t chunk_bytes) : group_(group)
   }
 }
 
-char* ShmAllreduce::slot(uint64_t stage, int rank) const {
-  const size_t index = static_cast<size_t>(stage % kStages) * static_cast<size_t>(group_->size() + 1) +
+char* ShmAllreduce::slot(uint64_t sequence, int rank) const {
+  const size_t index = static_cast<size_t>(sequence % kStages) * static_cast<size_t>(group_->size()) +
                        static_cast<size_t>(rank);
   return group_->data() + index * static_cast<size_t>(chunk_bytes_);
 }
-
-char* ShmAllreduce::result(uint64_t stage) const { return slot(stage, group_->size()); }
 
 Status ShmAllreduce::check(const void* input, const void* output, int64_t count, DataType dtype,
                            ReduceOp op) const {
@@ -59,7 +57,8 @@ Status ShmAllreduce::check(const void* input, const void* output, int64_t count,
   return Status::OK();
 }
 
-Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
+Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                               const ShareStep& after_reduce) {
   CHORUS_RETURN_IF_ERROR(check(input, output, count, dtype, op));
   if (count == 0) return Status::OK();
   const int ranks = group_->size();
@@ -73,10 +72,27 @@ Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, D
   auto* out = static_cast<char*>(output);
   const uint64_t first = signals.mine(ShmSignals::kReduced);  // chunks this rank has completed
 
-  auto elements_of = [&](int64_t chunk) { return std::min(chunk_elements, count - chunk * chunk_elements); };
+  // Chunk `chunk` starts at element chunk * chunk_elements; share r of it is
+  // the whole lines [lines*r/ranks, lines*(r+1)/ranks), as byte offsets.
+  struct Share {
+    int64_t offset;
+    int64_t bytes;
+  };
+  auto share_of = [&](int64_t chunk, int rank) {
+    const int64_t n = std::min(chunk_elements, count - chunk * chunk_elements);
+    const int64_t lines = (n + line_elements - 1) / line_elements;
+    const int64_t begin = std::min(n, lines * rank / ranks * line_elements);
+    const int64_t end = std::min(n, lines * (rank + 1) / ranks * line_elements);
+    return Share{begin * esize, (end - begin) * esize};
+  };
   auto copy_in = [&](int64_t chunk) {
     const uint64_t seq = first + static_cast<uint64_t>(chunk);
-    std::memcpy(slot(seq, me), in + chunk * chunk_elements * esize, static_cast<size_t>(elements_of(chunk) * esize));
+    const char* from = in + chunk * chunk_elements * esize;
+    for (int r = 0; r < ranks; ++r) {
+      if (r == me) continue;
+      const Share share = share_of(chunk, r);
+      std::memcpy(slot(seq, me) + share.offset, from + share.offset, static_cast<size_t>(share.bytes));
+    }
     signals.post(ShmSignals::kArrived, seq + 1);
     chunk_copied_in(chunk);
   };
@@ -86,6 +102,17 @@ Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, D
              " of an allreduce of " + std::to_string(count * esize) + " bytes";
     };
   };
+  auto reduce_my_share = [&](int64_t chunk, const void** sources) {
+    const uint64_t seq = first + static_cast<uint64_t>(chunk);
+    const Share share = share_of(chunk, me);
+    if (share.bytes == 0) return Status::OK();
+    const int64_t at = chunk * chunk_elements * esize + share.offset;
+    for (int r = 0; r < ranks; ++r) sources[r] = r == me ? in + at : slot(seq, r) + share.offset;
+    CHORUS_RETURN_IF_ERROR(reduce_ranks_in_order(out + at, sources, ranks, share.bytes / esize, dtype, op));
+    if (after_reduce) CHORUS_RETURN_IF_ERROR(after_reduce(out + at, share.bytes / esize));
+    std::memcpy(slot(seq, me) + share.offset, out + at, static_cast<size_t>(share.bytes));
+    return Status::OK();
+  };
 
   std::vector<const void*> sources(static_cast<size_t>(ranks));
   Status status;
@@ -94,21 +121,18 @@ Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, D
     const uint64_t seq = first + static_cast<uint64_t>(chunk);
     status = signals.wait_all(ShmSignals::kArrived, seq + 1, describe("copy in", chunk));
     if (!status.ok()) break;
-    // This rank's share: whole cache lines [lines*me/ranks, lines*(me+1)/ranks).
-    const int64_t n = elements_of(chunk);
-    const int64_t lines = (n + line_elements - 1) / line_elements;
-    const int64_t begin = std::min(n, lines * me / ranks * line_elements);
-    const int64_t end = std::min(n, lines * (me + 1) / ranks * line_elements);
-    if (end > begin) {
-      for (int r = 0; r < ranks; ++r) sources[static_cast<size_t>(r)] = slot(seq, r) + begin * esize;
-      status = reduce_ranks_in_order(result(seq) + begin * esize, sources.data(), ranks, end - begin, dtype, op);
-      if (!status.ok()) break;
-    }
+    status = reduce_my_share(chunk, sources.data());
+    if (!status.ok()) break;
     signals.post(ShmSignals::kReduced, seq + 1);
     if (chunk + 1 < chunks) copy_in(chunk + 1);
     status = signals.wait_all(ShmSignals::kReduced, seq + 1, describe("reduce", chunk));
     if (!status.ok()) break;
-    std::memcpy(out + chunk * chunk_elements * esize, result(seq), static_cast<size_t>(n * esize));
+    char* to = out + chunk * chunk_elements * esize;
+    for (int r = 0; r < ranks; ++r) {
+      if (r == me) continue;
+      const Share share = share_of(chunk, r);
+      std::memcpy(to + share.offset, slot(seq, r) + share.offset, static_cast<size_t>(share.bytes));
+    }
   }
   if (!status.ok()) broken_ = status;
   return status;

@@ -1,39 +1,48 @@
 // ShmAllreduce: allreduce among the ranks of one host through a shared
 // segment (ShmGroup), streamed in chunks.
 //
-// The data area holds two stages; each stage has one chunk-sized slot per
-// rank and one result slot. For each chunk of the message:
-//   1. copy in: every rank copies its chunk of the input into its own slot
-//      and posts "arrived";
-//   2. reduce-scatter: once all have arrived, rank r reads its share of the
-//      chunk (about 1/n, cut at 64-byte lines) directly from every rank's
-//      slot, folds the n inputs in rank order in one pass
-//      (reduce_ranks_in_order) into the result slot, and posts "reduced";
-//   3. allgather: once all have reduced, every rank copies the whole result
-//      slot to its output.
-// Chunks alternate between the stages, and a rank copies in chunk k+1 before
-// it waits for the others to finish reducing chunk k, so copying overlaps
-// waiting. Chunks are cache-sized: the slots stay in cache, and only the
-// input and the output go to memory, once each.
+// Every chunk of the message is cut into n shares (about 1/n each, at 64-byte
+// lines); rank r owns share r. The data area holds three stages of one
+// chunk-sized slot per rank. For each chunk:
+//   1. copy in: every rank copies the shares it does not own from its input
+//      into its own slot and posts "arrived";
+//   2. reduce-scatter: once all have arrived, rank r folds share r of its own
+//      input (read in place) and of every peer's slot, in rank order
+//      (reduce_ranks_in_order), into share r of its output; an optional
+//      cross-host step (the hierarchical allreduce) transforms that share;
+//      then rank r publishes it in share r of its own slot and posts
+//      "reduced";
+//   3. allgather: once all have reduced, every rank copies share p of rank
+//      p's slot into its output, for every peer p.
+// A rank copies in chunk k+1 before it waits for the others to reduce chunk
+// k, so copying overlaps waiting. Chunks are cache-sized: slots stay in cache
+// and the input and output go to memory about once each.
 //
-// Why two stages suffice: a rank overwrites its slot of stage s with chunk
-// k+1 only after all ranks reduced chunk k-1 (it waited for that), and a
-// result slot is overwritten for chunk k+1 only after all ranks posted
-// "arrived" for k+1, which each does after copying out chunk k-1.
+// Why every write lands where it is cheap: a rank writes only its own slot
+// and its own output. Reducing into a slot line that peers have just read
+// costs a cross-core invalidation per line, which made the reduce step ~3x
+// slower than the same kernel on private memory; the owner's share is
+// therefore reduced into its private output and published with one memcpy.
+//
+// Why three stages suffice: a rank overwrites its slot of chunk k's stage
+// with chunk k+3 after it has waited for every rank to arrive at chunk k+2,
+// and a rank copies in chunk k+2 only after it has copied out chunk k, the
+// last time anyone reads that slot for chunk k.
 //
 // The result does not depend on timing or on the element's position: every
 // element is combined in rank order. Every rank must call allreduce() with
-// the same count, dtype and op, in the same order (the executor does).
-// The chunk sequence numbers live in the group's counters (each rank's own
-// counter is the number of chunks it has completed). One instance per group:
-// instances with different chunk sizes would lay the stages out differently,
-// and one rank's first copy-in could overwrite what a slower rank is still
-// copying out.
+// the same count, dtype, op and cross-host step, in the same order (the
+// executor does). The chunk sequence numbers live in the group's counters
+// (each rank's own counter is the number of chunks it has completed). One
+// instance per group: instances with different chunk sizes would lay the
+// stages out differently, and one rank's first copy-in could overwrite what
+// a slower rank is still copying out.
 // After a failure (a dead or stuck peer) the group's state is undefined and
 // every later call of this instance fails with the same error.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "chorus/status.h"
@@ -55,9 +64,16 @@ class ShmAllreduce {
   ShmAllreduce(ShmGroup* group, int64_t chunk_bytes = kDefaultChunkBytes);
   virtual ~ShmAllreduce() = default;
 
+  // Runs on this rank's reduced share of each chunk before it is published
+  // (`count` elements of the allreduce's dtype, in place); the same share of
+  // the same chunk on every host gets the same call. An error aborts the
+  // allreduce. Used to reduce across hosts (HierarchicalAllreduce).
+  using ShareStep = std::function<Status(void* share, int64_t count)>;
+
   // Reduces `count` elements of every rank's `input` into `output` on every
   // rank; input may equal output. op: kSum, kMin, kMax or kProduct.
-  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op);
+  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                   const ShareStep& after_reduce = nullptr);
 
  protected:
   // Called after this rank has copied in and announced chunk `chunk` of the
@@ -65,8 +81,7 @@ class ShmAllreduce {
   virtual void chunk_copied_in(int64_t chunk) { (void)chunk; }
 
  private:
-  char* slot(uint64_t stage, int rank) const;
-  char* result(uint64_t stage) const;
+  char* slot(uint64_t sequence, int rank) const;
   Status check(const void* input, const void* output, int64_t count, DataType dtype, ReduceOp op) const;
 
   ShmGroup* group_;
