@@ -78,6 +78,9 @@ bool Bench::prepare(std::string* error) {
     sweep_names_.push_back("bench.allreduce." + std::to_string(bytes));
   }
   for (auto& buffer : sweep_buffers_) sweep_tensors_.push_back(float_tensor(&buffer));
+  if (rank_ == 0 && !options_.sizes.empty()) {
+    copy_target_.assign(*std::max_element(options_.sizes.begin(), options_.sizes.end()) / sizeof(float), 0.0f);
+  }
   SmallStepResult shape;
   for (int t = 0; t < shape.tensors; ++t) {
     small_buffers_.emplace_back(shape.bytes_each / sizeof(float));
@@ -154,11 +157,15 @@ std::vector<AllreduceRow> Bench::allreduce_sweep() {
     const std::vector<Stats> stats = alternate(
         options_.warmup, options_.repeats,
         {[&] { chorus::allreduce_async(name, tensor, sum_).wait(); },
-         [&] { mpi_allreduce(buffer.data(), buffer.size()); }});
+         [&] { mpi_allreduce(buffer.data(), buffer.size()); },
+         [&] {
+           if (rank_ == 0) std::memcpy(copy_target_.data(), buffer.data(), buffer.size() * sizeof(float));
+         }});
     AllreduceRow row;
     row.bytes = options_.sizes[s];
     row.chorus = stats[0];
     row.mpi = stats[1];
+    row.memcpy = stats[2];
     rows.push_back(row);
   }
   return rows;

@@ -20,6 +20,9 @@ struct AllreduceRow {
   size_t bytes = 0;
   Stats chorus;  // allreduce_async(...).wait(), in place
   Stats mpi;     // MPI_Allreduce(MPI_IN_PLACE, ...)
+  // Rank 0 alone memcpy()s `bytes` from the buffer into a scratch buffer
+  // (both warm): the one-core copy bandwidth the allreduce is held against.
+  Stats memcpy;
 };
 
 struct SmallStepResult {
@@ -74,6 +77,7 @@ class Bench {
   chorus::AllreduceOptions sum_;
 
   std::vector<std::vector<float>> sweep_buffers_;  // one per size
+  std::vector<float> copy_target_;                 // rank 0: the largest size, for the memcpy figure
   std::vector<chorus::Tensor> sweep_tensors_;
   std::vector<std::string> sweep_names_;
   std::vector<std::vector<float>> small_buffers_;  // 200 x 4 KiB

@@ -66,16 +66,20 @@ void print_header(const RunInfo& info, const Options& options) {
 }
 
 void print_allreduce(const std::vector<AllreduceRow>& rows, int ranks) {
-  std::printf("\nallreduce float32 sum, in place, same buffers, alternating Chorus and MPI_Allreduce\n");
-  std::printf("busbw = bytes/time x 2(n-1)/n\n");
-  std::printf("%9s  %22s  %22s  %13s  %13s  %7s\n", "size", "chorus time", "mpi time",
-              "chorus busbw", "mpi busbw", "ratio");
+  std::printf("\nallreduce float32 sum, in place, same buffers, alternating Chorus, MPI_Allreduce and memcpy\n");
+  std::printf("busbw = bytes/time x 2(n-1)/n; memcpy = rank 0 alone copies the same bytes (one core);\n"
+              "of memcpy = chorus busbw / memcpy bandwidth\n");
+  std::printf("%9s  %22s  %22s  %13s  %13s  %7s  %13s  %9s\n", "size", "chorus time", "mpi time",
+              "chorus busbw", "mpi busbw", "ratio", "memcpy", "of memcpy");
   for (const AllreduceRow& row : rows) {
-    std::printf("%9s  %22s  %22s  %13s  %13s  %7s\n", format_size(row.bytes).c_str(),
+    const double chorus_busbw = busbw(row.bytes, row.chorus.median, ranks);
+    const double copy_bandwidth = algbw(row.bytes, row.memcpy.median);
+    std::printf("%9s  %22s  %22s  %13s  %13s  %7s  %13s  %9s\n", format_size(row.bytes).c_str(),
                 median_min(row.chorus).c_str(), median_min(row.mpi).c_str(),
-                format_bandwidth(busbw(row.bytes, row.chorus.median, ranks)).c_str(),
+                format_bandwidth(chorus_busbw).c_str(),
                 format_bandwidth(busbw(row.bytes, row.mpi.median, ranks)).c_str(),
-                times_ratio(ratio(row.mpi.median, row.chorus.median)).c_str());
+                times_ratio(ratio(row.mpi.median, row.chorus.median)).c_str(),
+                format_bandwidth(copy_bandwidth).c_str(), times_ratio(ratio(chorus_busbw, copy_bandwidth)).c_str());
   }
   std::fflush(stdout);
 }
@@ -140,7 +144,11 @@ bool write_json(const Results& r, const std::string& path, std::string* error) {
       << ", \"mpi_algbw_Bps\": " << json_number(algbw(row.bytes, row.mpi.median))
       << ", \"chorus_busbw_Bps\": " << json_number(busbw(row.bytes, row.chorus.median, n))
       << ", \"mpi_busbw_Bps\": " << json_number(busbw(row.bytes, row.mpi.median, n))
-      << ", \"ratio\": " << json_number(ratio(row.mpi.median, row.chorus.median)) << "}";
+      << ", \"ratio\": " << json_number(ratio(row.mpi.median, row.chorus.median))
+      << ", \"memcpy\": " << json_stats(row.memcpy)
+      << ", \"memcpy_Bps\": " << json_number(algbw(row.bytes, row.memcpy.median))
+      << ", \"chorus_busbw_of_memcpy\": "
+      << json_number(ratio(busbw(row.bytes, row.chorus.median, n), algbw(row.bytes, row.memcpy.median))) << "}";
   }
   const SmallStepResult& s = r.small;
   o << "\n  ],\n  \"small_tensors\": {\"tensors\": " << s.tensors << ", \"bytes_each\": " << s.bytes_each
