@@ -70,6 +70,10 @@ Topology topology_from_placements(const std::vector<LauncherPlacement>& all, int
   }
 
   const std::vector<int>& mine = nodes.at(all[rank].node);
+  // Members are ascending, so front() is a node's lowest world rank.
+  t.nodes = static_cast<int>(nodes.size());
+  t.node = 0;
+  for (const auto& node : nodes) t.node += node.second.front() < mine.front() ? 1 : 0;
   t.local_rank = local_rank[rank];
   t.local_size = static_cast<int>(mine.size());
   t.cross_rank = 0;

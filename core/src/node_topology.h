@@ -41,7 +41,8 @@ LauncherPlacement placement_from_env(const std::function<const char*(const char*
 // Ranks with the same node string are local to each other. Their local
 // ranks are the launcher's when those hints are exactly 0..n-1 on that
 // node, and otherwise their order by world rank. Cross ranks group the
-// ranks with equal local rank, ordered by world rank.
+// ranks with equal local rank, ordered by world rank. Nodes are numbered
+// in the order of their lowest world rank.
 Topology topology_from_placements(const std::vector<LauncherPlacement>& all, int rank);
 
 }  // namespace chorus

@@ -118,6 +118,23 @@ TEST(TopologyFromPlacements, UnevenNodes) {
                   {{0, 3, 0, 2}, {1, 3, 0, 1}, {0, 1, 1, 2}, {2, 3, 0, 1}});
 }
 
+// Node indices follow each node's lowest world rank, whatever the node
+// names sort as, and are the same on every rank of a node.
+TEST(TopologyFromPlacements, NodesAreNumberedByTheirLowestWorldRank) {
+  const std::vector<LauncherPlacement> all = {at("zeta", 0), at("alpha", 0), at("zeta", 1),
+                                              at("mid", 0),  at("alpha", 1), at("mid", 1)};
+  const int expected_node[] = {0, 1, 0, 2, 1, 2};
+  for (int r = 0; r < 6; ++r) {
+    const Topology t = topology_from_placements(all, r);
+    EXPECT_EQ(t.node, expected_node[r]) << "rank " << r;
+    EXPECT_EQ(t.nodes, 3) << "rank " << r;
+  }
+  const Topology uneven = topology_from_placements({at("b"), at("a"), at("a")}, 2);
+  EXPECT_EQ(uneven.node, 1);
+  EXPECT_EQ(uneven.nodes, 2);
+  EXPECT_EQ(topology_from_placements({at("vm"), at("vm")}, 1).node, 0);
+}
+
 TEST(TopologyFromPlacements, OneHost) {
   expect_topology({at("vm"), at("vm")}, {{0, 2, 0, 1}, {1, 2, 0, 1}});
 }
