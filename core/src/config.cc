@@ -99,6 +99,8 @@ const Variable kVariables[] = {
      [](const std::string& v, Config* c) {
        return parse_integer(v, 0, kMaxShmThreshold, &c->shm_allreduce_threshold_bytes);
      }},
+    {"CHORUS_HIERARCHICAL_ALLREDUCE", "one of auto, on, off",
+     [](const std::string& v, Config* c) { return parse_shm_mode(v, &c->hierarchical_allreduce); }},
 };
 
 }  // namespace

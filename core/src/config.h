@@ -43,6 +43,12 @@ struct Config {
   ShmAllreduceMode shm_allreduce = ShmAllreduceMode::kAuto;
   // CHORUS_SHM_ALLREDUCE_THRESHOLD: bytes from which auto picks shared memory.
   int64_t shm_allreduce_threshold_bytes = 64LL << 10;
+  // CHORUS_HIERARCHICAL_ALLREDUCE: for jobs on several hosts, allreduce in
+  // shared memory within each host and over MPI across hosts
+  // (ops/shm/hierarchical_backend.h). auto (default: when every host has the
+  // same number of ranks, at least 2), on (every allreduce on host memory;
+  // init fails if hosts hold different numbers of ranks), off (flat MPI).
+  ShmAllreduceMode hierarchical_allreduce = ShmAllreduceMode::kAuto;
 
   using Lookup = std::function<const char*(const char* name)>;
   // Reads every variable through `lookup` (std::getenv by default).
