@@ -43,6 +43,8 @@ constexpr int64_t kMaxCacheCapacity = 1000000;
 constexpr double kMaxCycleTimeMs = 10000.0;
 constexpr double kMaxStallSeconds = 86400.0;
 constexpr int64_t kMaxShmThreshold = int64_t{1} << 40;
+constexpr int64_t kMaxAutotuneSteps = 100000;
+constexpr int64_t kMaxAutotuneSamples = 1000;
 
 bool parse_shm_mode(const std::string& text, ShmAllreduceMode* out) {
   for (ShmAllreduceMode mode : {ShmAllreduceMode::kAuto, ShmAllreduceMode::kOn, ShmAllreduceMode::kOff}) {
@@ -101,6 +103,29 @@ const Variable kVariables[] = {
      }},
     {"CHORUS_HIERARCHICAL_ALLREDUCE", "one of auto, on, off",
      [](const std::string& v, Config* c) { return parse_shm_mode(v, &c->hierarchical_allreduce); }},
+    {"CHORUS_AUTOTUNE", "0 or 1",
+     [](const std::string& v, Config* c) {
+       if (v != "0" && v != "1") return false;
+       c->autotune = v == "1";
+       return true;
+     }},
+    {"CHORUS_AUTOTUNE_LOG", "a file path",
+     [](const std::string& v, Config* c) {
+       c->autotune_log_path = v;
+       return true;
+     }},
+    {"CHORUS_AUTOTUNE_WARMUP_STEPS", "an integer number of steps in [0, 100000]",
+     [](const std::string& v, Config* c) {
+       return parse_integer(v, 0, kMaxAutotuneSteps, &c->autotune_warmup_steps);
+     }},
+    {"CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", "an integer number of steps in [1, 100000]",
+     [](const std::string& v, Config* c) {
+       return parse_integer(v, 1, kMaxAutotuneSteps, &c->autotune_steps_per_sample);
+     }},
+    {"CHORUS_AUTOTUNE_SAMPLES", "an integer number of samples in [1, 1000]",
+     [](const std::string& v, Config* c) {
+       return parse_integer(v, 1, kMaxAutotuneSamples, &c->autotune_samples);
+     }},
 };
 
 }  // namespace
@@ -126,9 +151,17 @@ Status Config::from_env(Config* out, const Lookup& lookup) {
       return Status::InvalidArgument(std::string(variable.name) + "='" + value +
                                      "' is invalid: expected " + variable.expected);
     }
+    config.explicitly_set.emplace_back(variable.name);
   }
   *out = config;
   return Status::OK();
+}
+
+bool Config::was_set(const std::string& variable) const {
+  for (const std::string& name : explicitly_set) {
+    if (name == variable) return true;
+  }
+  return false;
 }
 
 }  // namespace chorus

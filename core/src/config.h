@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "chorus/status.h"
 #include "logging.h"
@@ -49,6 +50,24 @@ struct Config {
   // same number of ranks, at least 2), on (every allreduce on host memory;
   // init fails if hosts hold different numbers of ranks), off (flat MPI).
   ShmAllreduceMode hierarchical_allreduce = ShmAllreduceMode::kAuto;
+  // CHORUS_AUTOTUNE: 0 (default) or 1. During the first steps rank 0
+  // searches the fusion threshold, the cycle time and the allreduce
+  // algorithm for the most bytes reduced per second, then keeps the best
+  // (autotuner.h). Settings set explicitly in the environment stay fixed.
+  bool autotune = false;
+  // CHORUS_AUTOTUNE_LOG: CSV file rank 0 writes every sample to; empty = none.
+  std::string autotune_log_path;
+  // CHORUS_AUTOTUNE_WARMUP_STEPS: training steps ignored before the first sample.
+  int64_t autotune_warmup_steps = 5;
+  // CHORUS_AUTOTUNE_STEPS_PER_SAMPLE: steps measured for each sample.
+  int64_t autotune_steps_per_sample = 5;
+  // CHORUS_AUTOTUNE_SAMPLES: settings measured in all (re-measurements included).
+  int64_t autotune_samples = 16;
+
+  // The CHORUS_* variables that were set in the environment, in the order
+  // from_env reads them: explicit choices the autotuner must not change.
+  std::vector<std::string> explicitly_set;
+  bool was_set(const std::string& variable) const;
 
   using Lookup = std::function<const char*(const char* name)>;
   // Reads every variable through `lookup` (std::getenv by default).
