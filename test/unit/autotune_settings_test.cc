@@ -1,0 +1,211 @@
+// The autotuner's settings: the CHORUS_AUTOTUNE* variables and which
+// variables count as explicitly set (config.h), the searched grids and the
+// fixed dimensions (TuningSpace), the message every rank decodes
+// (TuningMessage) and the CSV log (AutotuneLog).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "autotune_log.h"
+#include "autotune_space.h"
+#include "config.h"
+
+namespace chorus {
+namespace {
+
+Config config_from(const std::map<std::string, std::string>& env) {
+  Config config;
+  const Status status = Config::from_env(&config, [&](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  EXPECT_TRUE(status.ok()) << status.message();
+  return config;
+}
+
+std::string error_for(const std::string& name, const std::string& value) {
+  Config config;
+  const Status status = Config::from_env(&config, [&](const char* asked) -> const char* {
+    return name == asked ? value.c_str() : nullptr;
+  });
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << name << "='" << value << "'";
+  return status.message();
+}
+
+TEST(AutotuneConfig, DefaultsAndValues) {
+  const Config defaults = config_from({});
+  EXPECT_FALSE(defaults.autotune);
+  EXPECT_EQ(defaults.autotune_log_path, "");
+  EXPECT_EQ(defaults.autotune_warmup_steps, 5);
+  EXPECT_EQ(defaults.autotune_steps_per_sample, 5);
+  EXPECT_EQ(defaults.autotune_samples, 16);
+  EXPECT_TRUE(defaults.explicitly_set.empty());
+
+  const Config set = config_from({{"CHORUS_AUTOTUNE", "1"},
+                                  {"CHORUS_AUTOTUNE_LOG", "/tmp/at.csv"},
+                                  {"CHORUS_AUTOTUNE_WARMUP_STEPS", "0"},
+                                  {"CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", "100000"},
+                                  {"CHORUS_AUTOTUNE_SAMPLES", "1000"}});
+  EXPECT_TRUE(set.autotune);
+  EXPECT_EQ(set.autotune_log_path, "/tmp/at.csv");
+  EXPECT_EQ(set.autotune_warmup_steps, 0);
+  EXPECT_EQ(set.autotune_steps_per_sample, 100000);
+  EXPECT_EQ(set.autotune_samples, 1000);
+  EXPECT_FALSE(config_from({{"CHORUS_AUTOTUNE", "0"}}).autotune);
+}
+
+TEST(AutotuneConfig, BadValuesNameTheVariableAndWhatIsAccepted) {
+  for (const char* bad : {"", "2", "true", "yes", "01", " 1", "-1"}) {
+    EXPECT_EQ(error_for("CHORUS_AUTOTUNE", bad),
+              std::string("CHORUS_AUTOTUNE='") + bad + "' is invalid: expected 0 or 1");
+  }
+  for (const char* bad : {"", "-1", "100001", "2.5", "many"}) {
+    EXPECT_EQ(error_for("CHORUS_AUTOTUNE_WARMUP_STEPS", bad),
+              std::string("CHORUS_AUTOTUNE_WARMUP_STEPS='") + bad +
+                  "' is invalid: expected an integer number of steps in [0, 100000]");
+  }
+  for (const char* bad : {"0", "100001", "1e2"}) {
+    EXPECT_EQ(error_for("CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", bad),
+              std::string("CHORUS_AUTOTUNE_STEPS_PER_SAMPLE='") + bad +
+                  "' is invalid: expected an integer number of steps in [1, 100000]");
+  }
+  for (const char* bad : {"0", "1001", "-3"}) {
+    EXPECT_EQ(error_for("CHORUS_AUTOTUNE_SAMPLES", bad),
+              std::string("CHORUS_AUTOTUNE_SAMPLES='") + bad +
+                  "' is invalid: expected an integer number of samples in [1, 1000]");
+  }
+}
+
+TEST(AutotuneConfig, RemembersWhichVariablesWereSet) {
+  // A variable set to its default value is still an explicit choice.
+  const Config config = config_from({{"CHORUS_CYCLE_TIME_MS", "0"}, {"CHORUS_SHM_ALLREDUCE", "auto"}});
+  EXPECT_TRUE(config.was_set("CHORUS_CYCLE_TIME_MS"));
+  EXPECT_TRUE(config.was_set("CHORUS_SHM_ALLREDUCE"));
+  EXPECT_FALSE(config.was_set("CHORUS_FUSION_THRESHOLD"));
+  EXPECT_FALSE(config.was_set("CHORUS_SHM_ALLREDUCE_THRESHOLD"));
+  EXPECT_EQ(config.explicitly_set, (std::vector<std::string>{"CHORUS_CYCLE_TIME_MS", "CHORUS_SHM_ALLREDUCE"}));
+}
+
+TEST(TuningSpace, GridsWhenNothingIsSet) {
+  const TuningSpace space(config_from({}), /*shm_active=*/true);
+  const auto dims = space.dimensions();
+  ASSERT_EQ(dims.size(), 3u);
+  ASSERT_EQ(dims[0].coordinates.size(), 15u);  // 1 MiB .. 128 MiB, half octaves
+  ASSERT_EQ(dims[1].coordinates.size(), 21u);  // 0 .. 10 ms by 0.5
+  ASSERT_EQ(dims[2].coordinates.size(), 2u);   // shm, mpi
+  EXPECT_TRUE(dims[2].categorical);
+  EXPECT_FALSE(dims[0].categorical);
+  EXPECT_TRUE(space.tunes_fusion_threshold() && space.tunes_cycle_time() && space.tunes_algorithm());
+  EXPECT_EQ(space.settings_at({0, 0, 0}).fusion_threshold_bytes, 1 << 20);
+  EXPECT_EQ(space.settings_at({1, 0, 0}).fusion_threshold_bytes, std::llround(std::pow(2.0, 20.5)));
+  EXPECT_EQ(space.settings_at({14, 20, 1}).fusion_threshold_bytes, 128 << 20);
+  EXPECT_EQ(space.settings_at({14, 20, 1}).cycle_time_ms, 10.0);
+  EXPECT_FALSE(space.settings_at({14, 20, 1}).shm_allreduce);
+  EXPECT_NEAR(dims[0].coordinates[2], 1.0 / 7.0, 1e-12);  // log scale: 2 MiB is 1/7 of the way
+  // The start is the defaults: 64 MiB, 0 ms, shared memory.
+  const TuningSettings start = space.settings_at(space.start());
+  EXPECT_EQ(start, (TuningSettings{64 << 20, 0.0, true}));
+}
+
+TEST(TuningSpace, ExplicitSettingsAreFixed) {
+  const TuningSpace space(config_from({{"CHORUS_FUSION_THRESHOLD", "3000000"}, {"CHORUS_CYCLE_TIME_MS", "2.3"}}),
+                          true);
+  const auto dims = space.dimensions();
+  EXPECT_EQ(dims[0].coordinates, std::vector<double>{0.0});
+  EXPECT_EQ(dims[1].coordinates, std::vector<double>{0.0});
+  EXPECT_EQ(dims[2].coordinates.size(), 2u);
+  EXPECT_FALSE(space.tunes_fusion_threshold());
+  EXPECT_FALSE(space.tunes_cycle_time());
+  EXPECT_EQ(space.settings_at({0, 0, 1}), (TuningSettings{3000000, 2.3, false}));
+
+  for (const auto& env : std::vector<std::map<std::string, std::string>>{
+           {{"CHORUS_SHM_ALLREDUCE", "auto"}}, {{"CHORUS_SHM_ALLREDUCE_THRESHOLD", "65536"}}}) {
+    const TuningSpace fixed(config_from(env), true);
+    EXPECT_FALSE(fixed.tunes_algorithm());
+    EXPECT_TRUE(fixed.settings_at(fixed.start()).shm_allreduce);
+  }
+  // No shared memory in this job (several hosts, or off): MPI, fixed.
+  const TuningSpace mpi_only(config_from({}), false);
+  EXPECT_FALSE(mpi_only.tunes_algorithm());
+  EXPECT_FALSE(mpi_only.settings_at(mpi_only.start()).shm_allreduce);
+}
+
+TEST(TuningSpace, AStartOffTheGridIsAddedToIt) {
+  // Not set by the user, yet not on the grid: only when the defaults change;
+  // forced here through a Config built by hand.
+  Config config = config_from({});
+  config.fusion_threshold_bytes = 5000000;
+  config.cycle_time_ms = 0.25;
+  const TuningSpace space(config, false);
+  EXPECT_EQ(space.dimensions()[0].coordinates.size(), 16u);
+  EXPECT_EQ(space.dimensions()[1].coordinates.size(), 22u);
+  EXPECT_EQ(space.settings_at(space.start()), (TuningSettings{5000000, 0.25, false}));
+}
+
+TEST(TuningMessage, RoundTripsExactly) {
+  TuningMessage m;
+  m.generation = 42;
+  m.frozen = true;
+  m.settings = {123456789, 2.3, true};
+  const auto words = m.encode();
+  ASSERT_EQ(words.size(), TuningMessage::kWords);
+  const TuningMessage back = TuningMessage::decode(words);
+  EXPECT_EQ(back.generation, 42u);
+  EXPECT_TRUE(back.frozen);
+  EXPECT_EQ(back.settings, m.settings);  // the double's exact bits
+  m.frozen = false;
+  m.settings.shm_allreduce = false;
+  const TuningMessage again = TuningMessage::decode(m.encode());
+  EXPECT_FALSE(again.frozen);
+  EXPECT_FALSE(again.settings.shm_allreduce);
+  EXPECT_EQ(TuningMessage::decode({}).generation, 0u);  // nothing published
+}
+
+TEST(AutotuneLog, WritesTheHeaderAndOneRowPerCall) {
+  char path[] = "/tmp/chorus_autotune_log_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    AutotuneLog log;
+    ASSERT_TRUE(log.open(path).ok());
+    ASSERT_TRUE(log.row(0, "start", {64 << 20, 0.0, true}, 1.5e9, true).ok());
+    ASSERT_TRUE(log.row(1, "random", {2965821, 7.5, false}, 9.87654321e8, false).ok());
+    ASSERT_TRUE(log.row(2, "frozen", {64 << 20, 2.3, true}, 1.5e9, true).ok());
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(),
+            "sample,kind,fusion_threshold_bytes,cycle_time_ms,algorithm,bytes_per_second,best\n"
+            "0,start,67108864,0,shm,1.500000e+09,1\n"
+            "1,random,2965821,7.5,mpi,9.876543e+08,0\n"
+            "2,frozen,67108864,2.3,shm,1.500000e+09,1\n");
+  unlink(path);
+}
+
+TEST(AutotuneLog, UnwritablePathIsAnErrorNamingIt) {
+  AutotuneLog log;
+  const Status status = log.open("/nonexistent-dir/at.csv");
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "CHORUS_AUTOTUNE_LOG: cannot open '/nonexistent-dir/at.csv' for writing: No such file or directory");
+  EXPECT_FALSE(log.enabled());
+  EXPECT_TRUE(log.row(0, "start", {}, 0.0, false).ok());  // a closed log writes nothing
+}
+
+TEST(AutotuneLog, AFailedWriteIsAnErrorNamingThePath) {
+  // /dev/full opens, but every flush fails with ENOSPC.
+  AutotuneLog log;
+  const Status status = log.open("/dev/full");
+  EXPECT_EQ(status.message(), "CHORUS_AUTOTUNE_LOG: cannot write to '/dev/full': No space left on device");
+  EXPECT_FALSE(log.enabled());
+}
+
+}  // namespace
+}  // namespace chorus

@@ -1,0 +1,254 @@
+// The autotuner's runtime logic without MPI: two Autotuners (rank 0 and
+// rank 1) exchange words the way the negotiation does (OR of both), a
+// simulated training loop runs steps of known duration under whatever
+// setting is in effect, and the tests check that
+//  - both ranks apply every setting at the same cycle,
+//  - every sample's score is exactly the bytes of a step over the step time
+//    of its own setting (whole steps only: no warm-up step and no step in
+//    which the setting changed leaks into a window),
+//  - the CSV holds one row per sample and the frozen setting,
+//  - the kept setting is the best of the simulated cost model,
+//  - explicitly set values never change.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "autotuner.h"
+
+namespace chorus {
+namespace {
+
+using Clock = Autotuner::Clock;
+
+Response allreduce(const std::string& name, int64_t elements) {
+  Response r;
+  r.type = Response::Type::kAllreduce;
+  r.name = name;
+  r.dtype = DataType::kFloat32;
+  r.elements = elements;
+  return r;
+}
+
+// A step is two cycles: two gradients, then a third (a backward pass that
+// the cycle trigger split), 24 MiB in all.
+const std::vector<std::vector<Response>> kStep = {
+    {allreduce("grad.a", 1 << 20), allreduce("grad.b", 3 << 20)}, {allreduce("grad.c", 2 << 20)}};
+constexpr double kStepBytes = 6.0 * (1 << 20) * 4;
+
+// Seconds per step under `s`: best at 8 MiB, 2 ms, shared memory.
+double step_seconds(const TuningSettings& s) {
+  const double log2_mib = std::log2(static_cast<double>(s.fusion_threshold_bytes) / (1 << 20));
+  return 0.1 * (1.0 + 0.05 * (log2_mib - 3) * (log2_mib - 3) + 0.02 * (s.cycle_time_ms - 2) * (s.cycle_time_ms - 2) +
+                (s.shm_allreduce ? 0.0 : 0.3));
+}
+
+struct Applied {
+  uint64_t cycle;
+  TuningSettings settings;
+};
+
+struct SimulatedRun {
+  std::vector<Applied> applied;  // rank 0's; rank 1's were checked equal
+  TuningSettings final_settings;
+  bool frozen = false;
+  uint64_t cycles = 0;
+};
+
+// Runs `steps` simulated steps; the first `slow_steps` take 10x longer
+// (start-up effects the warm-up must hide).
+SimulatedRun simulate(const Config& config, bool shm_active, int steps, int slow_steps = 0) {
+  std::unique_ptr<Autotuner> rank0, rank1;
+  EXPECT_TRUE(Autotuner::create(config, shm_active, 0, &rank0).ok());
+  EXPECT_TRUE(Autotuner::create(config, shm_active, 1, &rank1).ok());
+  SimulatedRun run;
+  if (!rank0 || !rank1) return run;
+  TuningSettings current{config.fusion_threshold_bytes, config.cycle_time_ms, shm_active};
+  Clock::time_point now = Clock::time_point{} + std::chrono::hours(1);
+  uint64_t cycle = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (const auto& responses : kStep) {
+      ++cycle;
+      // The negotiation: OR of every rank's words.
+      std::vector<uint64_t> words = rank0->words();
+      const std::vector<uint64_t> other = rank1->words();
+      EXPECT_EQ(other, std::vector<uint64_t>(TuningMessage::kWords, 0));
+      for (size_t i = 0; i < words.size(); ++i) words[i] |= other[i];
+      const auto s0 = rank0->receive(words, cycle);
+      const auto s1 = rank1->receive(words, cycle);
+      EXPECT_EQ(s0.has_value(), s1.has_value()) << "cycle " << cycle;
+      if (s0 && s1) {
+        EXPECT_EQ(*s0, *s1) << "cycle " << cycle;
+        current = *s0;
+        run.applied.push_back({cycle, *s0});
+      }
+      const double seconds = step_seconds(current) * (step < slow_steps ? 10.0 : 1.0) / kStep.size();
+      now += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+      rank0->observe(responses, now);
+      rank1->observe(responses, now);  // does nothing off rank 0
+    }
+  }
+  EXPECT_EQ(rank0->frozen(), rank1->frozen());
+  run.final_settings = current;
+  run.frozen = rank0->frozen();
+  run.cycles = cycle;
+  return run;
+}
+
+struct Row {
+  size_t sample;
+  std::string kind;
+  TuningSettings settings;
+  double score;
+  bool best;
+};
+
+std::vector<Row> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "sample,kind,fusion_threshold_bytes,cycle_time_ms,algorithm,bytes_per_second,best");
+  std::vector<Row> rows;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string f[7];
+    for (auto& field : f) std::getline(fields, field, ',');
+    rows.push_back({std::stoul(f[0]), f[1], {std::stoll(f[2]), std::stod(f[3]), f[4] == "shm"}, std::stod(f[5]),
+                    f[6] == "1"});
+  }
+  return rows;
+}
+
+class AutotunerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/chorus_autotuner_test_XXXXXX";
+    const int fd = mkstemp(name);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    path_ = name;
+  }
+  void TearDown() override { unlink(path_.c_str()); }
+
+  Config config(const std::map<std::string, std::string>& extra = {}) {
+    std::map<std::string, std::string> env = {{"CHORUS_AUTOTUNE", "1"},
+                                              {"CHORUS_AUTOTUNE_LOG", path_},
+                                              {"CHORUS_AUTOTUNE_WARMUP_STEPS", "3"},
+                                              {"CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", "4"},
+                                              {"CHORUS_AUTOTUNE_SAMPLES", "16"}};
+    for (const auto& [k, v] : extra) env[k] = v;
+    Config c;
+    const Status s = Config::from_env(&c, [&](const char* n) -> const char* {
+      const auto it = env.find(n);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+    EXPECT_TRUE(s.ok()) << s.message();
+    return c;
+  }
+  std::string path_;
+};
+
+TEST_F(AutotunerTest, RanksAgreeScoresAreExactAndTheBestIsKept) {
+  const SimulatedRun run = simulate(config(), /*shm_active=*/true, 200, /*slow_steps=*/3);
+  ASSERT_TRUE(run.frozen);
+  const std::vector<Row> rows = read_csv(path_);
+  ASSERT_EQ(rows.size(), 17u);  // 16 samples and the frozen setting
+
+  // Generation g applies sample g-1's setting; the last generation the frozen one.
+  ASSERT_EQ(run.applied.size(), 17u);
+  EXPECT_EQ(run.applied.front().cycle, 1u);  // published at init(), applied in the first cycle
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].sample, i);
+    EXPECT_EQ(run.applied[i].settings, rows[i].settings) << "sample " << i;
+  }
+  EXPECT_EQ(rows[0].kind, "start");
+  EXPECT_EQ(rows[0].settings, (TuningSettings{64 << 20, 0.0, true}));
+  EXPECT_EQ(rows.back().kind, "frozen");
+  EXPECT_TRUE(rows.back().best);
+  EXPECT_EQ(run.final_settings, rows.back().settings);
+
+  // Whole steps under one setting: the score is that setting's exact rate,
+  // though the first three steps ran 10x slower and every change of setting
+  // landed in the middle of a step.
+  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+    const double expected = kStepBytes / step_seconds(rows[i].settings);
+    EXPECT_NEAR(rows[i].score / expected, 1.0, 1e-6) << "sample " << i << " (" << rows[i].kind << ")";
+  }
+  // The search found the best of the cost model within its budget: 8 MiB
+  // and shared memory, the cycle time within one step of 2 ms.
+  EXPECT_EQ(rows.back().settings.fusion_threshold_bytes, 8 << 20);
+  EXPECT_TRUE(rows.back().settings.shm_allreduce);
+  EXPECT_NEAR(rows.back().settings.cycle_time_ms, 2.0, 0.5);
+  EXPECT_GE(kStepBytes / step_seconds(rows.back().settings), 0.99 * kStepBytes / 0.1);
+
+  // Steps used: 3 warm-up, then per sample one partial step plus 4 whole
+  // ones. Nothing changes after the freeze.
+  const uint64_t frozen_at = run.applied.back().cycle;
+  EXPECT_LE(frozen_at, 2u * (3 + 16 * 5 + 1) + 1);
+}
+
+TEST_F(AutotunerTest, ExplicitSettingsNeverChange) {
+  const SimulatedRun run =
+      simulate(config({{"CHORUS_FUSION_THRESHOLD", "4194304"}, {"CHORUS_SHM_ALLREDUCE", "auto"}}), true, 200);
+  ASSERT_TRUE(run.frozen);
+  std::set<double> cycle_times;
+  for (const Applied& a : run.applied) {
+    EXPECT_EQ(a.settings.fusion_threshold_bytes, 4194304);
+    EXPECT_TRUE(a.settings.shm_allreduce);
+    cycle_times.insert(a.settings.cycle_time_ms);
+  }
+  EXPECT_GT(cycle_times.size(), 3u);  // the free dimension was searched
+  for (const Row& row : read_csv(path_)) {
+    EXPECT_EQ(row.settings.fusion_threshold_bytes, 4194304);
+    EXPECT_TRUE(row.settings.shm_allreduce);
+  }
+  EXPECT_NEAR(run.final_settings.cycle_time_ms, 2.0, 0.5);
+}
+
+TEST_F(AutotunerTest, WithoutSharedMemoryTheAlgorithmStaysMpi) {
+  const SimulatedRun run = simulate(config(), /*shm_active=*/false, 200);
+  ASSERT_TRUE(run.frozen);
+  for (const Applied& a : run.applied) EXPECT_FALSE(a.settings.shm_allreduce);
+  EXPECT_EQ(run.final_settings.fusion_threshold_bytes, 8 << 20);
+}
+
+TEST_F(AutotunerTest, NoRepeatedNamesMeansNoStepsAndNoChange) {
+  std::unique_ptr<Autotuner> tuner;
+  ASSERT_TRUE(Autotuner::create(config(), true, 0, &tuner).ok());
+  Clock::time_point now{};
+  for (uint64_t cycle = 1; cycle <= 100; ++cycle) {
+    const auto applied = tuner->receive(tuner->words(), cycle);
+    EXPECT_EQ(applied.has_value(), cycle == 1);
+    now += std::chrono::milliseconds(1);
+    tuner->observe({allreduce("once." + std::to_string(cycle), 10)}, now);
+  }
+  EXPECT_FALSE(tuner->frozen());
+  EXPECT_EQ(read_csv(path_).size(), 0u);
+}
+
+TEST_F(AutotunerTest, ASingleSampleFreezesTheStart) {
+  const SimulatedRun run = simulate(config({{"CHORUS_AUTOTUNE_SAMPLES", "1"}}), true, 20);
+  ASSERT_TRUE(run.frozen);
+  const auto rows = read_csv(path_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].kind, "frozen");
+  EXPECT_EQ(rows[1].settings, (TuningSettings{64 << 20, 0.0, true}));
+}
+
+TEST_F(AutotunerTest, UnwritableLogFailsCreationOnRankZeroOnly) {
+  std::unique_ptr<Autotuner> tuner;
+  const Config bad = config({{"CHORUS_AUTOTUNE_LOG", "/nonexistent-dir/x.csv"}});
+  EXPECT_EQ(Autotuner::create(bad, true, 0, &tuner).message(),
+            "CHORUS_AUTOTUNE_LOG: cannot open '/nonexistent-dir/x.csv' for writing: No such file or directory");
+  EXPECT_TRUE(Autotuner::create(bad, true, 1, &tuner).ok());
+}
+
+}  // namespace
+}  // namespace chorus
