@@ -46,13 +46,21 @@ uint32_t cache_capacity(const Config& config) {
 
 }  // namespace
 
-Controller::Controller(ControllerTransport* transport, const Config& config)
+Controller::Controller(ControllerTransport* transport, const Config& config, size_t coordinator_words)
     : transport_(transport),
       rank_(transport->rank()),
       size_(transport->size()),
       cache_(cache_capacity(config)),
+      outgoing_words_(coordinator_words, 0),
+      received_words_(coordinator_words, 0),
       stall_(config.stall_check_seconds, config.stall_shutdown_seconds, transport->size()),
       stall_enabled_(config.stall_check_seconds > 0 || config.stall_shutdown_seconds > 0) {}
+
+void Controller::set_coordinator_words(const std::vector<uint64_t>& words) {
+  if (rank_ != 0) return;
+  std::fill(outgoing_words_.begin(), outgoing_words_.end(), 0);
+  std::copy_n(words.begin(), std::min(words.size(), outgoing_words_.size()), outgoing_words_.begin());
+}
 
 std::optional<Controller::Clock::time_point> Controller::next_deadline() const {
   if (rank_ != 0 || !stall_enabled_) return std::nullopt;
@@ -68,9 +76,10 @@ Status Controller::negotiate(std::vector<Request> new_requests, std::vector<Resp
   std::set<std::string> to_send;
   std::vector<uint64_t> bits = build_bits(&to_send, now);
   CHORUS_RETURN_IF_ERROR(transport_->allreduce_or(&bits));
+  std::copy(bits.end() - static_cast<std::ptrdiff_t>(received_words_.size()), bits.end(), received_words_.begin());
   const bool evicted = evict_invalid(bits, &to_send);
   take_fast_path(bits, responses);
-  if (evicted || (bits.back() & kFlagSlowPath)) {
+  if (evicted || (bits[kFlags * words()] & kFlagSlowPath)) {
     CHORUS_RETURN_IF_ERROR(run_slow_path(to_send, responses));
   }
 
@@ -116,7 +125,8 @@ Status Controller::accept(std::vector<Request> new_requests) {
 std::vector<uint64_t> Controller::build_bits(std::set<std::string>* to_send,
                                              Clock::time_point now) {
   const size_t w = words();
-  std::vector<uint64_t> bits(3 * w + 1, 0);
+  std::vector<uint64_t> bits(3 * w + 1 + outgoing_words_.size(), 0);
+  if (rank_ == 0) std::copy(outgoing_words_.begin(), outgoing_words_.end(), bits.begin() + 3 * w + 1);
   bool force_slow_path = false;
 
   if (rank_ == 0 && stall_enabled_) {

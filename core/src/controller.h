@@ -24,6 +24,12 @@
 //     shutdown responses are added here. The list is broadcast; every rank
 //     caches the successful responses in list order.
 // The result is the fast-path responses followed by the slow-path ones.
+//
+// Coordinator words: a Controller built with `coordinator_words` > 0 appends
+// that many words to the bit vector. Rank 0 writes the words set with
+// set_coordinator_words(), every other rank zeros, so after the OR every
+// rank holds rank 0's words, delivered in the same cycle everywhere (the
+// autotuner's settings travel this way at the cost of a few bytes).
 #pragma once
 
 #include <chrono>
@@ -51,7 +57,7 @@ struct NegotiationStats {
 class Controller {
  public:
   using Clock = std::chrono::steady_clock;
-  Controller(ControllerTransport* transport, const Config& config);
+  Controller(ControllerTransport* transport, const Config& config, size_t coordinator_words = 0);
 
   // Runs one cycle. `new_requests` are this rank's requests since the last
   // call (a kJoin request marks this rank as joined; kShutdown asks the job to
@@ -68,6 +74,11 @@ class Controller {
   std::optional<Clock::time_point> next_deadline() const;
   bool joined() const { return joined_; }
   const NegotiationStats& stats() const { return stats_; }
+  // Rank 0: the words the next negotiate() delivers to every rank (their
+  // number is fixed at construction; other ranks' words are ignored).
+  void set_coordinator_words(const std::vector<uint64_t>& words);
+  // Every rank: rank 0's words as the last negotiate() delivered them.
+  const std::vector<uint64_t>& coordinator_words() const { return received_words_; }
   const ResponseCache& cache() const { return cache_; }
 
  private:
@@ -116,6 +127,8 @@ class Controller {
   bool joined_ = false;
   bool needs_cycle_ = false;
   NegotiationStats stats_;
+  std::vector<uint64_t> outgoing_words_;  // rank 0's, sized at construction
+  std::vector<uint64_t> received_words_;
 
   // Coordinator state.
   std::map<std::string, TableEntry> table_;
