@@ -7,6 +7,7 @@
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/mpi/mpi_cycle_trigger.h"
 #include "ops/shm/host_backend.h"
+#include "ops/shm/shm_backend.h"
 
 namespace chorus {
 
@@ -22,9 +23,14 @@ Status Communication::create(const Config& config, std::unique_ptr<Communication
   CHORUS_RETURN_IF_ERROR(make_host_backend(
       config, comm->topology_, comm->mpi_->data_comm(),
       std::make_unique<MpiBackend>(comm->mpi_->data_comm(), &comm->mpi_->types()), &host));
+  comm->shm_ = dynamic_cast<ShmBackend*>(host.get());
   comm->backends_.add(std::move(host));
   *out = std::move(comm);
   return Status::OK();
+}
+
+void Communication::set_shm_allreduce_threshold(int64_t bytes) {
+  if (shm_ != nullptr) shm_->set_selection_threshold(bytes);
 }
 
 void Communication::abort_job(const std::string& reason) {
@@ -37,6 +43,7 @@ Communication::~Communication() {
   // Release everything that uses MPI before the context may finalize it.
   trigger_.reset();
   transport_.reset();
+  shm_ = nullptr;
   backends_ = BackendRegistry();
 }
 

@@ -18,6 +18,7 @@
 namespace chorus {
 
 class MpiContext;
+class ShmBackend;
 
 class Communication {
  public:
@@ -28,6 +29,11 @@ class Communication {
   ControllerTransport* controller_transport() { return transport_.get(); }
   CycleTrigger* trigger() { return trigger_.get(); }
   const BackendRegistry& backends() const { return backends_; }
+  // The shared-memory allreduce runs in this job (one host, mode auto or on).
+  bool shm_allreduce_active() const { return shm_ != nullptr; }
+  // Auto mode's size threshold for the shared-memory path (the autotuner's
+  // algorithm choice); nothing without the shared-memory allreduce.
+  void set_shm_allreduce_threshold(int64_t bytes);
   // Ends every rank of the job (MPI_Abort) after printing `reason`: for a
   // rank that cannot go on while its peers may be waiting for it.
   void abort_job(const std::string& reason);
@@ -40,6 +46,7 @@ class Communication {
   std::unique_ptr<ControllerTransport> transport_;
   std::unique_ptr<CycleTrigger> trigger_;
   BackendRegistry backends_;
+  ShmBackend* shm_ = nullptr;  // inside backends_, when the host backend is one
 };
 
 }  // namespace chorus

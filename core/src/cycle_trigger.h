@@ -57,6 +57,9 @@ class CycleTrigger {
   // the coordinator.
   virtual Status wait_for_cycle(const LocalWork& work, WakeSignal* wake,
                                 std::optional<Clock::time_point> timer) = 0;
+  // The minimum time between the starts of two cycles (CHORUS_CYCLE_TIME_MS),
+  // changed by the autotuner from the background thread between cycles.
+  virtual void set_min_interval_ms(double ms) = 0;
 };
 
 }  // namespace chorus

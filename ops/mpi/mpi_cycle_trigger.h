@@ -28,6 +28,7 @@ class MpiCycleTrigger : public CycleTrigger {
 
   Status wait_for_cycle(const LocalWork& work, WakeSignal* wake,
                         std::optional<Clock::time_point> timer) override;
+  void set_min_interval_ms(double ms) override { min_interval_ = std::chrono::duration<double, std::milli>(ms); }
 
  private:
   Status coordinator_wait(const LocalWork& work, WakeSignal* wake,

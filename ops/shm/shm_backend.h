@@ -44,6 +44,13 @@ class ShmBackend : public Backend {
   }
   Status barrier() override { return fallback_->barrier(); }
 
+  const ShmAllreduceSelection& selection() const { return selection_; }
+  // The autotuner's algorithm choice: the auto-mode threshold from which
+  // allreduces take shared memory (INT64_MAX: MPI only, except the
+  // float16/bfloat16 cases selection_ always sends to shared memory). Called
+  // on the background thread between cycles, identically on every rank.
+  void set_selection_threshold(int64_t bytes) { selection_.threshold_bytes = bytes; }
+
  private:
   std::unique_ptr<Backend> fallback_;
   std::unique_ptr<ShmGroup> group_;
