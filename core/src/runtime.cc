@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <limits>
+
 #include "fusion_planner.h"
 #include "logging.h"
 
@@ -19,6 +21,10 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, const Config::Lookup& env)
   if (local.ok() && !config.timeline_path.empty() && runtime->topology().rank == 0) {
     local = runtime->timeline_.open(config.timeline_path);
   }
+  if (local.ok() && config.autotune) {
+    local = Autotuner::create(config, runtime->comm_->shm_allreduce_active(), runtime->topology().rank,
+                              &runtime->autotuner_);
+  }
   CHORUS_RETURN_IF_ERROR(runtime->agree_to_start(local));
   runtime->thread_ = std::thread([r = runtime.get()] { r->background_loop(); });
   CHORUS_LOG(kDebug, "started: rank " << runtime->topology().rank << " of " << runtime->topology().size);
@@ -35,6 +41,9 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, const Config::Lookup& env)
 // cache capacities different bit vectors.
 Status Runtime::agree_to_start(const Status& local) {
   CHORUS_RETURN_IF_ERROR(agree(local, "could not start"));
+  // With autotuning, every rank's negotiation carries the coordinator's
+  // settings: the ranks' bit vectors differ in length unless all agree.
+  CHORUS_RETURN_IF_ERROR(agree_with_coordinator(config_.autotune ? "1" : "0", "CHORUS_AUTOTUNE"));
   std::string shared = std::to_string(config_.fusion_threshold_bytes) + " " +
                        std::to_string(config_.cache_capacity) + " " +
                        shm_allreduce_mode_name(config_.shm_allreduce) + " " +
@@ -50,6 +59,17 @@ Status Runtime::agree_to_start(const Status& local) {
   }
   return agree(same, "has CHORUS_FUSION_THRESHOLD, CHORUS_CACHE_CAPACITY, CHORUS_SHM_ALLREDUCE or "
                      "CHORUS_SHM_ALLREDUCE_THRESHOLD different from rank 0");
+}
+
+Status Runtime::agree_with_coordinator(const std::string& mine, const std::string& names) {
+  std::string coordinator = mine;
+  CHORUS_RETURN_IF_ERROR(comm_->controller_transport()->broadcast_from_coordinator(&coordinator));
+  Status same;
+  if (coordinator != mine) {
+    same = Status::InvalidArgument(names + " must be the same on every rank: rank " +
+                                   std::to_string(topology().rank) + " has " + mine + ", rank 0 has " + coordinator);
+  }
+  return agree(same, "has " + names + " different from rank 0");
 }
 
 Status Runtime::agree(const Status& local, const std::string& what) {
@@ -69,9 +89,10 @@ Status Runtime::agree(const Status& local, const std::string& what) {
 
 Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm)
     : config_(config),
+      fusion_threshold_bytes_(config.fusion_threshold_bytes),
       comm_(std::move(comm)),
       queue_(comm_->topology().rank, &wake_),
-      controller_(comm_->controller_transport(), config_),
+      controller_(comm_->controller_transport(), config_, config_.autotune ? TuningMessage::kWords : 0),
       executor_(comm_->topology(), &comm_->backends(), &timeline_) {}
 
 Runtime::~Runtime() { shutdown(); }
@@ -125,8 +146,16 @@ Status Runtime::run_cycle(bool* stop) {
     shutdown_sent_ = true;
   }
   std::vector<Response> responses;
+  if (autotuner_) controller_.set_coordinator_words(autotuner_->words());
   CHORUS_RETURN_IF_ERROR(controller_.negotiate(std::move(requests), &responses));
   const auto negotiated = std::chrono::steady_clock::now();
+  if (autotuner_) {
+    // Every rank gets rank 0's words in the same cycle, so every rank plans
+    // this cycle's fusion (and routes its allreduces) with the same setting.
+    if (auto settings = autotuner_->receive(controller_.coordinator_words(), controller_.stats().cycles)) {
+      apply(*settings);
+    }
+  }
   CHORUS_LOG(kTrace, "cycle: " << responses.size() << " responses");
 
   // Everything negotiated runs, even in a shutdown cycle: it is ready on
@@ -141,14 +170,24 @@ Status Runtime::run_cycle(bool* stop) {
       runnable.push_back(response);
     }
   }
-  for (const ExecutionUnit& unit : plan_fusion(std::move(runnable), config_.fusion_threshold_bytes)) {
+  for (const ExecutionUnit& unit : plan_fusion(std::move(runnable), fusion_threshold_bytes_)) {
     CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
   }
+  if (autotuner_) autotuner_->observe(responses, std::chrono::steady_clock::now());
   if (shutdown != nullptr) {
     stop_for(*shutdown);
     *stop = true;
   }
   return Status::OK();
+}
+
+void Runtime::apply(const TuningSettings& settings) {
+  fusion_threshold_bytes_ = settings.fusion_threshold_bytes;
+  comm_->trigger()->set_min_interval_ms(settings.cycle_time_ms);
+  // MPI only: no size reaches the threshold (the float16/bfloat16 cases that
+  // must take shared memory for consistent bits still do).
+  comm_->set_shm_allreduce_threshold(settings.shm_allreduce ? config_.shm_allreduce_threshold_bytes
+                                                            : std::numeric_limits<int64_t>::max());
 }
 
 void Runtime::stop_for(const Response& shutdown) {

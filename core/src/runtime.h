@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "autotuner.h"
 #include "config.h"
 #include "controller.h"
 #include "executor.h"
@@ -52,6 +53,9 @@ class Runtime {
  private:
   Runtime(const Config& config, std::unique_ptr<Communication> comm);
   Status agree_to_start(const Status& local);
+  // Collective: an error on every rank unless `mine` equals rank 0's value
+  // of the settings `names`.
+  Status agree_with_coordinator(const std::string& mine, const std::string& names);
   // Collective: OK when `local` is OK on every rank; else this rank's own
   // error, or an error naming the ranks that failed (`what` they failed at).
   Status agree(const Status& local, const std::string& what);
@@ -60,14 +64,19 @@ class Runtime {
   bool has_local_work() const;
   void stop_for(const Response& shutdown);
   void fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for);
+  // The autotuner's setting, from this cycle on (background thread).
+  void apply(const TuningSettings& settings);
 
   Config config_;
+  // CHORUS_FUSION_THRESHOLD, or the autotuner's current choice.
+  int64_t fusion_threshold_bytes_;
   std::unique_ptr<Communication> comm_;
   WakeSignal wake_;
   TensorQueue queue_;
   Controller controller_;
   Timeline timeline_;
   Executor executor_;
+  std::unique_ptr<Autotuner> autotuner_;  // CHORUS_AUTOTUNE=1 only
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;  // background thread only
   std::atomic<uint64_t> barrier_count_{0};
