@@ -134,7 +134,13 @@ Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, D
       std::memcpy(to + share.offset, slot(seq, r) + share.offset, static_cast<size_t>(share.bytes));
     }
   }
-  if (!status.ok()) broken_ = status;
+  if (!status.ok()) {
+    broken_ = status;
+    // The peers may be waiting for this rank's next post (e.g. after its
+    // cross-host step failed): tell them why it will never come, rather than
+    // let them wait for the timeout.
+    signals.post_failure(status.message());
+  }
   return status;
 }
 

@@ -37,8 +37,10 @@
 // instance per group: instances with different chunk sizes would lay the
 // stages out differently, and one rank's first copy-in could overwrite what
 // a slower rank is still copying out.
-// After a failure (a dead or stuck peer) the group's state is undefined and
-// every later call of this instance fails with the same error.
+// After a failure (a dead or stuck peer, a failed cross-host step) the
+// group's state is undefined and every later call of this instance fails
+// with the same error; the failing rank posts it (ShmSignals::post_failure),
+// so peers waiting for it fail at once instead of at the timeout.
 #pragma once
 
 #include <cstdint>

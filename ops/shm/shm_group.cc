@@ -99,7 +99,11 @@ Status ShmGroup::create(MPI_Comm comm, size_t data_bytes, std::chrono::milliseco
   if (mine.ok()) {
     char* base = static_cast<char*>(group->segment_->data());
     group->signals_.emplace(base + kHeaderBytes, group->size_, rank, timeout);
-    group->signals_->set_my_pid(getpid());
+    // Named by its rank in the job in error messages (MPI_COMM_WORLD: the
+    // communicators Chorus uses are duplicates or splits of it).
+    int job_rank = rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &job_rank);
+    group->signals_->set_my_identity(getpid(), job_rank);
     group->data_ = base + kHeaderBytes + round_up(signal_bytes, 128);
     group->data_bytes_ = data_bytes;
   }

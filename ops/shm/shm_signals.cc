@@ -5,8 +5,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstring>
 #include <ctime>
 
 #include "ops/shm/process_liveness.h"
@@ -19,9 +21,14 @@ struct alignas(128) ShmSignals::Doorbell {
   std::atomic<uint32_t> word;      // bumped by every post; futex address
   std::atomic<uint32_t> sleepers;  // waiters inside (or about to enter) futex_wait
 };
+// The counters and pid share the first line; the failure reason, written
+// at most once, follows them.
 struct alignas(128) ShmSignals::RankLine {
   std::atomic<uint64_t> counters[kNumCounters];
   std::atomic<int64_t> pid;
+  std::atomic<int32_t> job_rank;
+  std::atomic<uint32_t> failed;  // set (release) after `reason` is written
+  char reason[200];              // NUL-terminated, truncated
 };
 
 namespace {
@@ -67,14 +74,23 @@ ShmSignals::ShmSignals(void* memory, int ranks, int rank, std::chrono::milliseco
       rank_(rank),
       timeout_(timeout) {}
 
-void ShmSignals::set_my_pid(pid_t pid) { lines_[rank_].pid.store(pid); }
+void ShmSignals::set_my_identity(pid_t pid, int job_rank) {
+  lines_[rank_].pid.store(pid);
+  lines_[rank_].job_rank.store(job_rank);
+}
 
 pid_t ShmSignals::pid_of(int rank) const { return static_cast<pid_t>(lines_[rank].pid.load()); }
+
+int ShmSignals::job_rank_of(int rank) const { return lines_[rank].job_rank.load(); }
 
 uint64_t ShmSignals::mine(Counter counter) const { return lines_[rank_].counters[counter].load(); }
 
 void ShmSignals::post(Counter counter, uint64_t value) {
   lines_[rank_].counters[counter].store(value);
+  ring_doorbell();
+}
+
+void ShmSignals::ring_doorbell() {
   // Sequentially consistent: a waiter that registered as a sleeper before
   // this load is woken; one that registers after it sees the new counter (or
   // the new word, which makes its futex_wait return at once).
@@ -82,6 +98,28 @@ void ShmSignals::post(Counter counter, uint64_t value) {
   if (doorbell_->sleepers.load() > 0) {
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&doorbell_->word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
   }
+}
+
+void ShmSignals::post_failure(const std::string& reason) {
+  RankLine& line = lines_[rank_];
+  if (line.failed.load() != 0) return;
+  const size_t n = std::min(reason.size(), sizeof(line.reason) - 1);
+  std::memcpy(line.reason, reason.data(), n);
+  line.reason[n] = '\0';
+  line.failed.store(1, std::memory_order_release);
+  ring_doorbell();
+}
+
+Status ShmSignals::posted_failure(Counter counter, uint64_t target, const Describe& what) const {
+  for (int r = 0; r < ranks_; ++r) {
+    const RankLine& line = lines_[r];
+    if (line.counters[counter].load() >= target || line.failed.load(std::memory_order_acquire) == 0) continue;
+    return Status::Aborted("Shared-memory allreduce: rank " + std::to_string(job_rank_of(r)) + " failed (" +
+                           line.reason + ") while rank " + std::to_string(job_rank_of(rank_)) +
+                           " was waiting for it to " + what() +
+                           "; the job cannot continue");
+  }
+  return Status::OK();
 }
 
 bool ShmSignals::all_reached(Counter counter, uint64_t target) const {
@@ -104,15 +142,15 @@ Status ShmSignals::check_peers(Counter counter, uint64_t target, Clock::duration
     if (lines_[r].counters[counter].load() >= target) continue;
     const pid_t pid = pid_of(r);
     if (!process_alive(pid)) {
-      return Status::Aborted("Shared-memory allreduce: rank " + std::to_string(r) + " (pid " +
-                             std::to_string(pid) + ") exited while rank " + std::to_string(rank_) +
+      return Status::Aborted("Shared-memory allreduce: rank " + std::to_string(job_rank_of(r)) + " (pid " +
+                             std::to_string(pid) + ") exited while rank " + std::to_string(job_rank_of(rank_)) +
                              " was waiting for it to " + what() + "; the job cannot continue");
     }
-    behind += (behind.empty() ? "" : ", ") + std::to_string(r);
+    behind += (behind.empty() ? "" : ", ") + std::to_string(job_rank_of(r));
   }
   if (!behind.empty() && waited >= timeout_) {
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(waited).count();
-    return Status::Aborted("Shared-memory allreduce: rank " + std::to_string(rank_) + " waited " +
+    return Status::Aborted("Shared-memory allreduce: rank " + std::to_string(job_rank_of(rank_)) + " waited " +
                            std::to_string(seconds) + " s for ranks [" + behind + "] to " + what() +
                            " (they are alive but did not " + counter_verb(counter) +
                            "); the job cannot continue");
@@ -132,6 +170,7 @@ Status ShmSignals::wait_all(Counter counter, uint64_t target, const Describe& wh
     if (all_reached(counter, target)) return Status::OK();
     if (i % 16 == 15 && Clock::now() - start > kPollTime) break;
   }
+  CHORUS_RETURN_IF_ERROR(posted_failure(counter, target, what));
   // Posts for other counters wake sleepers too; peers are checked (a
   // /proc read each) at most once per slice, not on every wake-up.
   auto last_check = start;
@@ -142,6 +181,8 @@ Status ShmSignals::wait_all(Counter counter, uint64_t target, const Describe& wh
     if (!reached) sleep_on_doorbell(seen);
     doorbell_->sleepers.fetch_sub(1);
     if (reached || all_reached(counter, target)) return Status::OK();
+    // A failure rings the doorbell: checked on every wake-up, it is seen at once.
+    CHORUS_RETURN_IF_ERROR(posted_failure(counter, target, what));
     const auto now = Clock::now();
     if (now - last_check >= std::chrono::nanoseconds(kSliceNanoseconds)) {
       last_check = now;

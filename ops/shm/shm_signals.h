@@ -12,6 +12,11 @@
 // Sleeps are sliced: between slices the waiter checks that the ranks it is
 // waiting for are still alive and that its deadline has not passed, so a
 // dead or stuck peer becomes an error naming it, never a hang.
+//
+// A rank that fails on its own (its cross-host step returned an error, say)
+// is alive and would only be noticed at the deadline: it posts the failure
+// with its reason instead, which rings the doorbell, and every wait for it
+// returns an error quoting that reason at once.
 #pragma once
 
 #include <sys/types.h>
@@ -41,19 +46,31 @@ class ShmSignals {
 
   int ranks() const { return ranks_; }
   int rank() const { return rank_; }
-  void set_my_pid(pid_t pid);
+  // This rank's pid (for the liveness checks) and its rank in the job, by
+  // which error messages name it: a host's group ranks are local ranks, which
+  // users do not see when the job spans hosts.
+  void set_my_identity(pid_t pid, int job_rank);
   pid_t pid_of(int rank) const;
+  int job_rank_of(int rank) const;
 
   // This rank's own `counter`, as it last posted it.
   uint64_t mine(Counter counter) const;
   // Sets this rank's `counter` to `value` and wakes sleeping waiters.
   void post(Counter counter, uint64_t value);
+  // Marks this rank as failed with `reason` (the first call wins) and wakes
+  // the waiters: waits for this rank then fail instead of waiting on.
+  void post_failure(const std::string& reason);
   // Returns when every rank's `counter` is at least `target`; an error when
-  // a rank still short of it has died, or after the timeout.
+  // a rank still short of it has died or posted a failure, or after the
+  // timeout.
   Status wait_all(Counter counter, uint64_t target, const Describe& what);
 
  private:
   bool all_reached(Counter counter, uint64_t target) const;
+  // The error for the first rank short of `target` that posted a failure;
+  // OK when none did.
+  Status posted_failure(Counter counter, uint64_t target, const Describe& what) const;
+  void ring_doorbell();
   // Sleeps on the doorbell for at most one slice unless it rang since `seen`.
   void sleep_on_doorbell(uint32_t seen);
   Status check_peers(Counter counter, uint64_t target, std::chrono::steady_clock::duration waited,
