@@ -5,6 +5,7 @@
 #include <string>
 
 #include "logging.h"
+#include "ops/shm/hierarchical_backend.h"
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_backend.h"
 #include "ops/shm/shm_group.h"
@@ -23,9 +24,10 @@ constexpr std::chrono::milliseconds kPeerTimeout{300'000};
 
 Status make_host_backend(const Config& config, const Topology& topology, MPI_Comm comm,
                          std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out) {
-  int64_t settings[3] = {static_cast<int64_t>(config.shm_allreduce), config.shm_allreduce_threshold_bytes,
-                         topology.local_size == topology.size ? 1 : 0};
-  if (MPI_Bcast(settings, 3, MPI_INT64_T, 0, comm) != MPI_SUCCESS) {
+  int64_t settings[4] = {static_cast<int64_t>(config.shm_allreduce), config.shm_allreduce_threshold_bytes,
+                         topology.local_size == topology.size ? 1 : 0,
+                         static_cast<int64_t>(config.hierarchical_allreduce)};
+  if (MPI_Bcast(settings, 4, MPI_INT64_T, 0, comm) != MPI_SUCCESS) {
     return Status::Internal("MPI_Bcast (shared-memory allreduce settings) failed");
   }
   ShmAllreduceSelection selection;
@@ -34,7 +36,7 @@ Status make_host_backend(const Config& config, const Topology& topology, MPI_Com
   selection.ranks = topology.size;
   const bool one_host = settings[2] == 1;
   const bool on = selection.mode == ShmAllreduceMode::kOn;
-  if (selection.mode == ShmAllreduceMode::kOff || topology.size < 2) {
+  if (topology.size < 2) {
     *out = std::move(mpi);
     return Status::OK();
   }
@@ -42,9 +44,16 @@ Status make_host_backend(const Config& config, const Topology& topology, MPI_Com
     if (on) {
       return Status::InvalidArgument(
           "CHORUS_SHM_ALLREDUCE='on' needs every rank on one host, but this job has ranks on " +
-          std::to_string(topology.cross_size) + " hosts; expected auto (shared memory where it applies) or off");
+          std::to_string(topology.nodes) + " hosts; expected auto (shared memory where it applies) or off "
+          "(CHORUS_HIERARCHICAL_ALLREDUCE decides for jobs on several hosts)");
     }
-    CHORUS_LOG(kDebug, "shared-memory allreduce off: the job spans several hosts");
+    HierarchicalSelection hierarchical;
+    hierarchical.mode = static_cast<ShmAllreduceMode>(settings[3]);
+    hierarchical.threshold_bytes = selection.threshold_bytes;
+    hierarchical.ranks = topology.size;
+    return make_hierarchical_backend(hierarchical, topology, comm, std::move(mpi), out);
+  }
+  if (selection.mode == ShmAllreduceMode::kOff) {
     *out = std::move(mpi);
     return Status::OK();
   }

@@ -1,7 +1,8 @@
-// The backend for host memory: MPI alone, or shared-memory allreduce in
-// front of MPI (ShmBackend) when CHORUS_SHM_ALLREDUCE allows it and every
-// rank of the job is on one host. Jobs spanning several hosts keep the MPI
-// path (a hierarchical allreduce is a separate piece of work).
+// The backend for host memory: MPI alone; or, when every rank of the job is
+// on one host, shared-memory allreduce in front of MPI (ShmBackend) as
+// CHORUS_SHM_ALLREDUCE allows; or, for a job on several hosts, hierarchical
+// allreduce in front of MPI (HierarchicalBackend) as
+// CHORUS_HIERARCHICAL_ALLREDUCE allows.
 #pragma once
 
 #include <mpi.h>
@@ -16,11 +17,14 @@
 namespace chorus {
 
 // Collective over `comm` (every rank of the job). Uses rank 0's
-// CHORUS_SHM_ALLREDUCE settings on every rank so that the ranks agree on the
-// path of every collective (init() separately fails when settings differ).
-// Errors: with mode "on", when the job spans hosts or shared memory cannot
-// be set up (every rank returns the error); with "auto" those cases fall
-// back to `mpi` (rank 0 logs why).
+// CHORUS_SHM_ALLREDUCE* and CHORUS_HIERARCHICAL_ALLREDUCE settings on every
+// rank so that the ranks agree on the path of every collective (init()
+// separately fails when the CHORUS_SHM_ALLREDUCE* settings differ).
+// Errors: with CHORUS_SHM_ALLREDUCE "on", when the job spans hosts or shared
+// memory cannot be set up; with CHORUS_HIERARCHICAL_ALLREDUCE "on", when
+// hosts hold different numbers of ranks or shared memory cannot be set up
+// (every rank returns the error). With "auto" those cases fall back to
+// `mpi` (rank 0 logs why).
 Status make_host_backend(const Config& config, const Topology& topology, MPI_Comm comm,
                          std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out);
 

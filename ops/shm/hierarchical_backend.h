@@ -1,0 +1,81 @@
+// HierarchicalBackend: host-memory collectives for a job on several hosts
+// with the same number of ranks on each. Allreduces that
+// HierarchicalSelection picks run as HierarchicalAllreduce (shared memory
+// within each host, MPI across hosts); every other collective, and the
+// allreduces it does not pick, go to the MPI backend it wraps.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "config.h"
+#include "ops/backend.h"
+#include "ops/shm/hierarchical_allreduce.h"
+#include "topology.h"
+
+namespace chorus {
+
+// Which allreduces take the hierarchical path. Every rank holds rank 0's
+// settings, so all ranks pick the same path for a collective.
+struct HierarchicalSelection {
+  ShmAllreduceMode mode = ShmAllreduceMode::kOff;
+  int64_t threshold_bytes = 0;  // CHORUS_SHM_ALLREDUCE_THRESHOLD
+  int ranks = 1;                // in the whole job
+
+  // kOff: never. kOn: always. kAuto: messages of threshold_bytes and more,
+  // and floating-point sums and products on 3+ ranks of any size: the two
+  // paths fold those in different orders (hosts first, or world ranks), so
+  // a tensor must take the same path alone (small) and fused (large) to get
+  // the same bits. Integers, min and max come out the same on both paths.
+  bool use_hierarchical(int64_t bytes, DataType dtype, ReduceOp op) const;
+};
+
+class HierarchicalBackend : public Backend {
+ public:
+  HierarchicalBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<HierarchicalAllreduce> hierarchical,
+                      const HierarchicalSelection& selection);
+
+  const char* name() const override { return "hierarchical"; }
+  bool supports(const Device& device) const override { return fallback_->supports(device); }
+
+  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
+  Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
+                    DataType dtype) override {
+    return fallback_->allgatherv(input, output, counts, dtype);
+  }
+  Status broadcast(void* buffer, int64_t bytes, int root) override {
+    return fallback_->broadcast(buffer, bytes, root);
+  }
+  Status exchange_counts(const std::vector<int64_t>& send_counts,
+                         std::vector<int64_t>* recv_counts) override {
+    return fallback_->exchange_counts(send_counts, recv_counts);
+  }
+  Status alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
+                   const std::vector<int64_t>& recv_counts, DataType dtype) override {
+    return fallback_->alltoallv(input, send_counts, output, recv_counts, dtype);
+  }
+  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                       DataType dtype, ReduceOp op) override {
+    return fallback_->reducescatter(input, output, recv_counts, dtype, op);
+  }
+  Status barrier() override { return fallback_->barrier(); }
+
+ private:
+  std::unique_ptr<Backend> fallback_;
+  std::unique_ptr<HierarchicalAllreduce> hierarchical_;
+  HierarchicalSelection selection_;
+};
+
+// For a job on several hosts (collective over `comm`, every rank of the
+// job, with rank 0's `selection` on every rank): HierarchicalBackend in
+// front of `mpi`, or `mpi` alone when the mode is off, or (auto) when hosts
+// hold different numbers of ranks or one rank each, or shared memory cannot
+// be set up (rank 0 logs why). Mode on: those cases are errors, the same on
+// every rank, except one rank per host, which on runs hierarchically too.
+Status make_hierarchical_backend(const HierarchicalSelection& selection, const Topology& topology, MPI_Comm comm,
+                                 std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out);
+
+}  // namespace chorus
