@@ -37,7 +37,11 @@ po::options_description make_description() {
       ("check-build", po::bool_switch(), "print what this build of Chorus supports, and exit");
   po::options_description runtime("runtime options (passed to every rank as CHORUS_* variables)");
   for (const RuntimeFlag& flag : runtime_flags()) {
-    runtime.add_options()(flag.option, po::value<std::string>(), flag.help);
+    if (flag.is_switch) {
+      runtime.add_options()(flag.option, po::bool_switch(), flag.help);
+    } else {
+      runtime.add_options()(flag.option, po::value<std::string>(), flag.help);
+    }
   }
   po::options_description all;
   all.add(general).add(runtime);
@@ -187,9 +191,16 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& raw_args) {
     }
   }
   for (const RuntimeFlag& flag : runtime_flags()) {
-    if (values.count(flag.option)) {
+    if (flag.is_switch) {
+      if (values[flag.option].as<bool>()) options.runtime_variables.push_back(runtime_variable_for(flag.option, ""));
+    } else if (values.count(flag.option)) {
       options.runtime_variables.push_back(runtime_variable_for(flag.option, text(flag.option)));
     }
+  }
+  // The log lists the autotuner's samples; without the autotuner it would
+  // silently stay empty.
+  if (values.count("autotune-log") && !values["autotune"].as<bool>()) {
+    throw UsageError("--autotune-log was given without --autotune: expected both (the log lists the autotuner's samples)");
   }
   if (values.count("export")) options.exports = values["export"].as<std::vector<std::string>>();
   if (values.count("network-interface")) {

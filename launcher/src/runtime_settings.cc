@@ -38,6 +38,12 @@ const std::vector<RuntimeFlag>& runtime_flags() {
       {"stall-check-seconds", "CHORUS_STALL_CHECK_SECONDS", "warn about stalled collectives after this long (0: never)"},
       {"stall-shutdown-seconds", "CHORUS_STALL_SHUTDOWN_SECONDS", "stop the job after a stall this long (0: never)"},
       {"log-level", "CHORUS_LOG_LEVEL", "trace, debug, info, warning or error"},
+      {"shm-allreduce", "CHORUS_SHM_ALLREDUCE", "shared-memory allreduce among the ranks of one host: auto, on or off"},
+      {"shm-allreduce-threshold", "CHORUS_SHM_ALLREDUCE_THRESHOLD",
+       "smallest allreduce (bytes) that auto sends through shared memory"},
+      {"autotune", "CHORUS_AUTOTUNE",
+       "search fusion threshold, cycle time and algorithm during the first steps (explicit settings stay)", true},
+      {"autotune-log", "CHORUS_AUTOTUNE_LOG", "with --autotune: rank 0 writes every sample to this CSV file"},
   };
   return flags;
 }
@@ -45,6 +51,7 @@ const std::vector<RuntimeFlag>& runtime_flags() {
 std::pair<std::string, std::string> runtime_variable_for(const std::string& option, const std::string& value) {
   for (const RuntimeFlag& flag : runtime_flags()) {
     if (option != flag.option) continue;
+    if (flag.is_switch) return {flag.variable, "1"};
     if (option == "fusion-threshold-mb") {
       double mib = -1.0;
       const auto result = std::from_chars(value.data(), value.data() + value.size(), mib);

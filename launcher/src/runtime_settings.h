@@ -14,6 +14,8 @@ struct RuntimeFlag {
   const char* option;    // "cycle-time-ms"
   const char* variable;  // "CHORUS_CYCLE_TIME_MS"
   const char* help;
+  // A flag without a value (--autotune) that sets the variable to "1".
+  bool is_switch = false;
 };
 
 // Every runtime option chorusrun has, in the order --help lists them.

@@ -112,6 +112,47 @@ TEST(LaunchOptions, HelpAndCheckBuildNeedNoProgram) {
   EXPECT_THAT(launch_usage(), HasSubstr("--fusion-threshold-mb"));
 }
 
+TEST(LaunchOptions, AutotuneAndSharedMemoryFlags) {
+  LaunchOptions o = parse({"-np", "2", "--autotune", "--autotune-log", "/tmp/tune.csv", "--shm-allreduce", "off",
+                           "--shm-allreduce-threshold", "1048576", "prog", "--autotune"});
+  EXPECT_EQ(o.runtime_variables, (std::vector<std::pair<std::string, std::string>>{
+                                     {"CHORUS_SHM_ALLREDUCE", "off"},
+                                     {"CHORUS_SHM_ALLREDUCE_THRESHOLD", "1048576"},
+                                     {"CHORUS_AUTOTUNE", "1"},
+                                     {"CHORUS_AUTOTUNE_LOG", "/tmp/tune.csv"}}));
+  // --autotune takes no value: the next word is the program; the program's
+  // own --autotune stays the program's.
+  EXPECT_EQ(o.program, (Strings{"prog", "--autotune"}));
+  o = parse({"--autotune", "./train", "--epochs", "3"});
+  EXPECT_EQ(o.runtime_variables, (std::vector<std::pair<std::string, std::string>>{{"CHORUS_AUTOTUNE", "1"}}));
+  EXPECT_EQ(o.program, (Strings{"./train", "--epochs", "3"}));
+  // Not given: nothing is set, so the ranks' defaults (autotuning off) apply.
+  EXPECT_TRUE(parse({"prog"}).runtime_variables.empty());
+  EXPECT_EQ(parse({"--shm-allreduce=auto", "p"}).runtime_variables,
+            (std::vector<std::pair<std::string, std::string>>{{"CHORUS_SHM_ALLREDUCE", "auto"}}));
+}
+
+TEST(LaunchOptions, BadAutotuneAndSharedMemoryFlagsNameWhatWasExpected) {
+  EXPECT_EQ(error_of([] { parse({"--shm-allreduce", "yes", "p"}); }),
+            "--shm-allreduce='yes' is invalid: expected one of auto, on, off");
+  EXPECT_EQ(error_of([] { parse({"--shm-allreduce-threshold", "64KiB", "p"}); }),
+            "--shm-allreduce-threshold='64KiB' is invalid: expected an integer number of bytes in [0, 1099511627776]");
+  EXPECT_EQ(error_of([] { parse({"--shm-allreduce-threshold", "-1", "p"}); }),
+            "--shm-allreduce-threshold='-1' is invalid: expected an integer number of bytes in [0, 1099511627776]");
+  EXPECT_EQ(error_of([] { parse({"--autotune-log", "/tmp/t.csv", "p"}); }),
+            "--autotune-log was given without --autotune: expected both (the log lists the autotuner's samples)");
+  EXPECT_THAT(error_of([] { parse({"--autotune=1", "p"}); }), HasSubstr("--autotune"));
+  // The variables themselves, forwarded with -x, are checked like init() does.
+  EXPECT_EQ(error_of([] { check_runtime_variable("CHORUS_AUTOTUNE", "yes", "-x CHORUS_AUTOTUNE='yes'"); }),
+            "-x CHORUS_AUTOTUNE='yes' is invalid: expected 0 or 1");
+  EXPECT_EQ(error_of([] {
+              check_runtime_variable("CHORUS_AUTOTUNE_SAMPLES", "0", "-x CHORUS_AUTOTUNE_SAMPLES='0'");
+            }),
+            "-x CHORUS_AUTOTUNE_SAMPLES='0' is invalid: expected an integer number of samples in [1, 1000]");
+  EXPECT_THAT(launch_usage(), HasSubstr("--autotune"));
+  EXPECT_THAT(launch_usage(), HasSubstr("--shm-allreduce-threshold"));
+}
+
 TEST(RuntimeSettings, EnvironmentValuesAreCheckedLikeInit) {
   EXPECT_NO_THROW(check_runtime_variable("CHORUS_CYCLE_TIME_MS", "5", "x"));
   EXPECT_NO_THROW(check_runtime_variable("CHORUS_SOMETHING_ELSE", "anything", "x"));
