@@ -3,8 +3,9 @@
 scripts/bench_report.sh (run.json, pieces.jsonl and the JSON files they name).
   generate_report.py RESULTS_DIR [--docs-dir DIR] [--no-plots] [--results-label TEXT]
 The markdown goes to DIR/BENCHMARKS.md (default docs/ of this repository), the
-plots to DIR/benchmarks/*.png (gnuplot), their data and scripts to
-RESULTS_DIR/plots/. --no-plots writes data and scripts but runs no gnuplot.
+plots to DIR/benchmarks/*.png (gnuplot; other PNGs there, from earlier runs,
+are removed), their data and scripts to RESULTS_DIR/plots/. --no-plots writes
+data and scripts but runs no gnuplot.
 Exits 1 with a message naming the file and what was expected when an input
 is missing or malformed; nothing is written then.
 """
@@ -12,6 +13,7 @@ import argparse
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report_figures as fig  # noqa: E402
@@ -57,6 +59,12 @@ def generate(results_dir, docs_dir, draw=True, results_label=None):
     plots, autotune_plotted = make_plots(pieces, plot_dir, png_dir)
     if draw:
         report_plots.draw(plots)
+        # The folder holds this report's figures only: drop those of earlier
+        # runs that this one did not draw (e.g. an autotune plot).
+        drawn = {os.path.basename(p.png_path) for p in plots}
+        for name in os.listdir(png_dir):
+            if name.endswith(".png") and name not in drawn:
+                os.remove(os.path.join(png_dir, name))
     text = report_markdown.render(run, pieces, docs_dir, png_dir, results_label or results_dir, autotune_plotted)
     out = os.path.join(docs_dir, "BENCHMARKS.md")
     tmp = out + ".tmp"

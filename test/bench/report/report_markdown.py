@@ -194,8 +194,10 @@ def autotune_section(run, piece, png_rel, plotted):
     res = piece["data"]["results"][0]
     lines += ["Chorus's defaults against `CHORUS_AUTOTUNE=1` (the autotuner's own defaults), alternated round by "
               f"round in one run; each run times {res.get('steps', DASH)} steps after {res.get('warmup_steps', DASH)} "
-              "warm-up steps, so the figure includes the cost of the search itself. The autotuner's CSV log "
-              "(`CHORUS_AUTOTUNE_LOG`) of the last round follows.", ""]
+              "warm-up steps. The autotuner searches from the start of each run (its CSV log, "
+              "`CHORUS_AUTOTUNE_LOG`, of the last round follows: one row per sample), so when the search ends "
+              "within the warm-up the timed steps compare the setting it chose with the defaults; otherwise they "
+              "include part of the search.", ""]
     lines += table(["model", "np", "defaults", "CHORUS_AUTOTUNE=1", "autotune vs defaults", "rounds"],
                    [[MODEL_TITLES.get(r["model"], r["model"]), str(r["np"]),
                      f"{num(r['median']['chorus'])} ({num(r['best']['chorus'])})",

@@ -270,7 +270,7 @@ class AutotuneSection(GeneratorRun):
         self.assertEqual(result[1], ["25M-parameter MLP", "2", "400 (410)", "500 (520)", "1.25x", "3"])
         self.assertEqual(log[0][5], "bytes_per_second")
         self.assertEqual(log[2], ["2", "sample", "8388608", "1", "mpi", "1.2e9", "0"])
-        self.assertIn("times 150 steps after 3 warm-up steps", text)
+        self.assertIn("times 150 steps after 3 warm-up steps", " ".join(text.split()))
         self.assertIn("![autotune score](benchmarks/autotune-score.png)", text)
         data = read(os.path.join(self.run_dir, "plots", "autotune-score.dat")).split("\n")[1:3]
         self.assertEqual([[float(x) for x in line.split()] for line in data], [[1, 1.5e9], [2, 1.2e9]])

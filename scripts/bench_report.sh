@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Regenerates docs/BENCHMARKS.md and its plots (docs/benchmarks/*.png) from ONE
+# run of every benchmark, each beside its peers:
+#   (a) allreduce busbw, 4 KiB to 256 MiB, np=2 and np=4: chorus_bench with
+#       CHORUS_SHM_ALLREDUCE=on, then =off (each alternating with raw
+#       MPI_Allreduce, memcpy ceiling included), then gloo
+#       (test/bench/gloo_allreduce_bench.py);
+#   (b) the 200 x 4 KiB step (the same runs);
+#   (c) training throughput, reference and 25M MLPs at np=1,2,4: ceiling,
+#       Chorus, PyTorch DDP (test/bench/training/run_training_bench.sh);
+#   (d) the 25M MLP with defaults vs CHORUS_AUTOTUNE=1 at np=2, when this
+#       build has autotuning (otherwise the section says it is not available).
+# Installs what is missing (gnuplot-nox, python3-torch), builds what is stale,
+# writes every measurement to a fresh build/bench/report-<date>/ and then the
+# report (test/bench/report/generate_report.py).
+#   scripts/bench_report.sh [--quick] [--docs-dir DIR] [--results-dir DIR] [--build-dir DIR]
+#   scripts/bench_report.sh --from RESULTS_DIR [--docs-dir DIR]   (report only, no measuring)
+# --quick: 3 sizes, 3 rounds, 1 training round of a few steps (a smoke run of
+# a few minutes); its report goes to the results dir unless --docs-dir is given.
+# --build-dir: use (and build) that CMake tree instead of build/.
+# The full run takes about 15-20 minutes on 2 cores; run it on a quiet machine.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+invocation="scripts/bench_report.sh${*:+ $*}"
+die() { echo "bench_report: error: $*" >&2; exit 1; }
+log() { echo "bench_report: $*" >&2; }
+
+quick=0 docs_dir="" results_dir="" build_dir="" from=""
+while (($#)); do
+  case "$1" in
+    --quick) quick=1; shift; continue ;;
+    -h | --help) sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+  esac
+  case "$1" in
+    --docs-dir | --results-dir | --build-dir | --from) ;;
+    *) die "unknown argument '$1' (expected --quick, --docs-dir DIR, --results-dir DIR, --build-dir DIR, --from DIR)" ;;
+  esac
+  [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a directory (see --help)"
+  case "$1" in
+    --docs-dir) docs_dir="$2" ;;
+    --results-dir) results_dir="$2" ;;
+    --build-dir) build_dir="$2" ;;
+    --from) from="$2" ;;
+  esac
+  shift 2
+done
+generator="$root/test/bench/report/generate_report.py"
+
+install_missing() {  # Debian packages only this script needs
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  log "installing ${missing[*]}"
+  local as_root=(); [[ $(id -u) -eq 0 ]] || as_root=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
+    { "${as_root[@]}" apt-get update >&2 &&
+      DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >&2; } ||
+    die "could not install ${missing[*]}"
+}
+
+"$root/scripts/install_deps.sh"
+install_missing gnuplot-nox python3-torch
+
+if [[ -n "$from" ]]; then
+  [[ -d "$from" ]] || die "--from: '$from' is not a directory (expected a results dir of an earlier run)"
+  python3 "$generator" "$from" --docs-dir "${docs_dir:-$root/docs}"
+  exit
+fi
+
+# --- build ---------------------------------------------------------------
+targets=(chorus_bench chorus_train_bench)
+if [[ -z "$build_dir" ]]; then
+  "$root/scripts/build.sh" "${targets[@]}"
+  build_dir="$root/build"
+else
+  build_dir=$(mkdir -p "$build_dir" && cd "$build_dir" && pwd)
+  [[ -f "$build_dir/build.ninja" ]] ||
+    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2 || die "configuring $build_dir failed"
+  cmake --build "$build_dir" -j "${CHORUS_BUILD_JOBS:-$(nproc)}" --target "${targets[@]}" >&2 ||
+    die "building ${targets[*]} in $build_dir failed"
+fi
+chorus_bench="$build_dir/test/bench/chorus_bench"
+train_bench="$build_dir/test/bench/chorus_train_bench"
+for b in "$chorus_bench" "$train_bench"; do [[ -x "$b" ]] || die "$b was not built"; done
+
+# --- the run's folder and description ---------------------------------------
+stamp=$(date +%Y%m%d-%H%M%S)
+results_dir="${results_dir:-$root/build/bench/report-$stamp}"
+[[ ! -e "$results_dir" ]] || die "$results_dir already exists; every report run starts in a fresh folder"
+mkdir -p "$results_dir"
+results_dir=$(cd "$results_dir" && pwd)
+if ((quick)); then docs_dir="${docs_dir:-$results_dir}"; else docs_dir="${docs_dir:-$root/docs}"; fi
+log "measurements go to $results_dir, the report to $docs_dir"
+
+if [[ $(id -u) -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+tunables=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296
+export GLIBC_TUNABLES=$tunables
+cores=$(nproc)
+started_epoch=$(date +%s)
+dirty=""; [[ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]] || dirty=" (with uncommitted changes)"
+
+write_run_json() {  # [finished]: run.json, rewritten at the end with the finish time
+  python3 - "$results_dir/run.json" "$invocation" "$quick" "$started_epoch" "${1:-}" \
+    "$(hostname)" "$cores" "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
+    "$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 ))" "$(uname -sr)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty" "$tunables" \
+    "$(mpirun --version 2>/dev/null | head -n 1)" \
+    "$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo unknown)" <<'PY'
+import datetime, json, sys
+(path, command, quick, started, finished, host, nproc, cpu, mem, kernel, load, commit, tunables, mpi,
+ torch) = sys.argv[1:]
+iso = lambda t: datetime.datetime.fromtimestamp(int(t), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+run = {"command": command, "mode": "quick" if quick == "1" else "full", "started": iso(started),
+       "machine": {"host": host, "nproc": int(nproc), "cpu_model": cpu or "unknown", "memory_bytes": int(mem),
+                   "kernel": kernel, "load_average": load},
+       "git_commit": commit, "glibc_tunables": tunables, "mpi_library": mpi or "unknown", "torch_version": torch}
+if finished:
+    run.update(finished=iso(finished), wall_seconds=int(finished) - int(started))
+json.dump(run, open(path, "w"), indent=2)
+PY
+}
+write_run_json
+
+# One word of a command as a shell would need it (quoted only when it must be).
+shell_word() {
+  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"; else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
+}
+
+# piece <kind> <np> <config> <result file> <timeout s> -- command...: runs one
+# measurement (output to <result file>.log), then appends its line to
+# pieces.jsonl with the exact command (paths relative to the repository root).
+piece() {
+  local kind="$1" np="$2" config="$3" file="$4" limit="$5"
+  shift 6
+  local shown="" arg load start end rc=0
+  for arg in "$@"; do shown+="${shown:+ }$(shell_word "$arg")"; done
+  shown=${shown//"$root/"/}
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
+  start=$(date +%s.%N)
+  log "[$kind np=$np $config] $shown"
+  (cd "$root" && timeout --kill-after=30 "$limit" "$@") > >(tee "$results_dir/$file.log") 2>&1 || rc=$?
+  end=$(date +%s.%N)
+  ((rc == 0)) || die "$kind (np=$np $config) failed with status $rc$( ((rc == 124)) && echo ": over its ${limit} s limit"); see $results_dir/$file.log"
+  [[ -s "$results_dir/$file" ]] || die "$kind (np=$np $config) wrote no $results_dir/$file"
+  python3 -c 'import json, sys; k, n, c, f, cmd, d, l, t0, t1 = sys.argv[1:]; print(json.dumps({"kind": k, "np": int(n) if n != "-" else None, "config": c if c != "-" else None, "file": f, "command": cmd, "started": d, "load_average": l, "seconds": round(float(t1) - float(t0), 1)}))' \
+    "$kind" "$np" "$config" "$file" "$shown" "$(date -u -d "@$start" '+%Y-%m-%d %H:%M:%S UTC')" "$load" \
+    "$start" "$end" >>"$results_dir/pieces.jsonl"
+}
+
+if ((quick)); then
+  sizes=4KiB,64KiB,1MiB
+  bench_opts=(--repeats 3 --warmup 1 --latency-repeats 50 --idle-seconds 0.2)
+  gloo_opts=(--repeats 3 --warmup 1)
+  training_opts=(--rounds 1 --steps 4 --warmup-steps 1)
+  autotune_opts=(--rounds 1 --steps 20 --warmup-steps 1)
+else
+  sizes=4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB
+  bench_opts=(--repeats 20 --warmup 3 --latency-repeats 1000 --idle-seconds 2)
+  gloo_opts=(--repeats 20 --warmup 3)
+  training_opts=(--rounds 3)
+  # With its defaults (5 warm-up steps, 16 samples of 5 steps, one
+  # change-over step each) the autotuner's search ends within ~100 steps:
+  # the warm-up covers it, the timed steps run on the setting it chose.
+  autotune_opts=(--rounds 3 --steps 40 --warmup-steps 120)
+fi
+
+# --- (a), (b): allreduce ------------------------------------------------------
+for np in 2 4; do
+  mpi_args=(-np "$np" -x GLIBC_TUNABLES -x CHORUS_SHM_ALLREDUCE)
+  ((np <= cores)) || mpi_args+=(--oversubscribe --mca mpi_yield_when_idle 1)
+  for config in shm mpi; do
+    shm_mode=on; [[ "$config" == mpi ]] && shm_mode=off
+    file="chorus_bench-np$np-$config.json"
+    piece chorus_bench "$np" "$config" "$file" 1200 -- env "GLIBC_TUNABLES=$tunables" "CHORUS_SHM_ALLREDUCE=$shm_mode" \
+      mpirun "${mpi_args[@]}" "$chorus_bench" --sizes "$sizes" "${bench_opts[@]}" --json "$results_dir/$file"
+  done
+  file="gloo-np$np.json"
+  piece gloo "$np" - "$file" 1200 -- env "GLIBC_TUNABLES=$tunables" /usr/bin/python3 \
+    "$root/test/bench/gloo_allreduce_bench.py" --np "$np" --sizes "$sizes" "${gloo_opts[@]}" --json "$results_dir/$file"
+done
+
+# --- (c) training ---------------------------------------------------------------
+piece training - - training.json 3600 -- "$root/test/bench/training/run_training_bench.sh" --np 1,2,4 \
+  --models ref,25m "${training_opts[@]}" --bench "$train_bench" --json "$results_dir/training.json"
+
+# --- (d) autotuning, when this build has it ---------------------------------------
+if grep -qF CHORUS_AUTOTUNE "$train_bench"; then
+  logs="$results_dir/autotune-logs"
+  piece autotune 2 - autotune.json 3600 -- "$root/test/bench/training/run_training_bench.sh" --np 2 --models 25m \
+    --impls chorus,chorus_autotune "${autotune_opts[@]}" --bench "$train_bench" --autotune-log-dir "$logs" \
+    --json "$results_dir/autotune.json"
+  # Name the CSV logs the autotuned runs wrote (none is reported as such).
+  python3 -c 'import json, os, sys; d, logs = sys.argv[1:]; lines = open(os.path.join(d, "pieces.jsonl")).read().splitlines(); p = json.loads(lines[-1]); p["available"] = True; p["logs"] = sorted(os.path.join("autotune-logs", f) for f in os.listdir(logs) if f.endswith(".csv")) if os.path.isdir(logs) else []; lines[-1] = json.dumps(p); open(os.path.join(d, "pieces.jsonl"), "w").write("\n".join(lines) + "\n")' \
+    "$results_dir" "$logs"
+else
+  python3 -c 'import json, sys; print(json.dumps({"kind": "autotune", "available": False, "command": sys.argv[1], "reason": sys.argv[2]}))' \
+    "grep -F CHORUS_AUTOTUNE ${train_bench//"$root/"/}" \
+    "this build of chorus_train_bench does not know CHORUS_AUTOTUNE (the string is not in the binary), so autotuning has not landed in this source tree and the 25M MLP was not run with it. Rerun scripts/bench_report.sh once it has." \
+    >>"$results_dir/pieces.jsonl"
+  log "autotuning not in this build: section (d) says so"
+fi
+
+write_run_json "$(date +%s)"
+python3 "$generator" "$results_dir" --docs-dir "$docs_dir" --results-label "${results_dir//"$root/"/}"
+log "done in $(( $(date +%s) - started_epoch )) s: $docs_dir/BENCHMARKS.md"
