@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Two "hosts" on this machine for multi-host MPI tests: two network
+# namespaces joined by a veth pair (10.200.0.1 and 10.200.0.2), each process
+# tree started in one with its own host name (unshare -u), and an rsh agent
+# through which mpirun starts its daemon on the second host (as it would use
+# ssh). /dev/shm, /tmp and the pid namespace stay shared, as they are not
+# between real hosts; Chorus and Open MPI tell the hosts apart by name.
+#
+# Source this file, then:
+#   netns_hosts_up                 namespaces, link and agent; an EXIT trap tears
+#                                  everything down (processes left in the
+#                                  namespaces included), whatever happens
+#   netns_mpirun SLOTS [mpirun options] -- PROGRAM [ARGS]
+#                                  mpirun from the first host with SLOTS slots
+#                                  per host ("3,1": 3 on the first host, 1 on
+#                                  the second; -np is their sum), under a
+#                                  deadline of
+#                                  NETNS_DEADLINE seconds (default 60);
+#                                  returns mpirun's status (124/137: deadline)
+#   netns_pids                     the processes still in either namespace
+# Names carry this shell's pid, so concurrent test runs never collide. Where
+# namespaces cannot be made (not root, no iproute2, no permission) the test
+# FAILS with the reason: CI runs where they can.
+set -uo pipefail
+
+netns_id=$$
+netns_h1=chorus-hier-$netns_id-h1
+netns_h2=chorus-hier-$netns_id-h2
+netns_name1=hier$netns_id-h1
+netns_name2=hier$netns_id-h2
+netns_veth1=chh${netns_id}a
+netns_veth2=chh${netns_id}b
+netns_work=
+NETNS_DEADLINE=${NETNS_DEADLINE:-60}
+
+netns_fail_setup() {
+  echo "FAIL: two network-namespace hosts are needed for this test and could not be set up: $*" >&2
+  exit 1
+}
+
+netns_pids() {
+  local ns
+  for ns in "$netns_h1" "$netns_h2"; do ip netns pids "$ns" 2>/dev/null; done | tr '\n' ' '
+}
+
+netns_hosts_down() {
+  local pids i
+  for i in 1 2 3; do
+    pids=$(netns_pids)
+    [[ -z ${pids// /} ]] && break
+    kill -9 $pids 2>/dev/null
+    sleep 0.1
+  done
+  ip netns del "$netns_h1" 2>/dev/null
+  ip netns del "$netns_h2" 2>/dev/null
+  [[ -n $netns_work ]] && rm -rf "$netns_work"
+  return 0
+}
+
+# Namespaces of earlier runs that were killed outright (SIGKILL skips the
+# trap), recognised by the pid in their name.
+netns_remove_stale() {
+  local ns pid
+  for ns in $(ip netns list 2>/dev/null | sed -n 's/^\(chorus-hier-[0-9]*-h[12]\).*/\1/p'); do
+    pid=${ns#chorus-hier-}
+    pid=${pid%-h*}
+    kill -0 "$pid" 2>/dev/null && continue
+    local pids
+    pids=$(ip netns pids "$ns" 2>/dev/null)
+    [[ -n $pids ]] && kill -9 $pids 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  return 0
+}
+
+netns_hosts_up() {
+  [[ $(id -u) -eq 0 ]] || netns_fail_setup "creating network namespaces needs root (running as uid $(id -u))"
+  command -v ip >/dev/null || netns_fail_setup "iproute2 ('ip') is not installed"
+  command -v unshare >/dev/null || netns_fail_setup "unshare (util-linux) is not installed"
+  trap netns_hosts_down EXIT
+  trap 'exit 1' INT TERM
+  netns_remove_stale
+  netns_work=$(mktemp -d /tmp/chorus-hier-netns-XXXXXX) || netns_fail_setup "mktemp failed"
+  ip netns add "$netns_h1" || netns_fail_setup "'ip netns add $netns_h1' failed"
+  ip netns add "$netns_h2" || netns_fail_setup "'ip netns add $netns_h2' failed"
+  ip link add "$netns_veth1" type veth peer name "$netns_veth2" || netns_fail_setup "cannot create a veth pair"
+  ip link set "$netns_veth1" netns "$netns_h1" && ip link set "$netns_veth2" netns "$netns_h2" &&
+    ip -n "$netns_h1" addr add 10.200.0.1/24 dev "$netns_veth1" &&
+    ip -n "$netns_h2" addr add 10.200.0.2/24 dev "$netns_veth2" &&
+    ip -n "$netns_h1" link set lo up && ip -n "$netns_h2" link set lo up &&
+    ip -n "$netns_h1" link set "$netns_veth1" up && ip -n "$netns_h2" link set "$netns_veth2" up ||
+    netns_fail_setup "cannot configure the veth pair"
+  # mpirun calls: AGENT [ssh options] HOST COMMAND...; the address picks the namespace.
+  cat >"$netns_work/rsh" <<AGENT
+#!/bin/sh
+while [ "\${1#-}" != "\$1" ]; do shift; done
+host=\$1; shift
+case "\$host" in
+  10.200.0.1) ns=$netns_h1; name=$netns_name1 ;;
+  10.200.0.2) ns=$netns_h2; name=$netns_name2 ;;
+  *) echo "rsh agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec "\$ns" unshare -u sh -c "hostname \$name; \$*"
+AGENT
+  chmod +x "$netns_work/rsh"
+}
+
+netns_mpirun() {
+  local slots1=${1%,*} slots2=${1#*,}
+  shift
+  printf '10.200.0.1 slots=%s\n10.200.0.2 slots=%s\n' "$slots1" "$slots2" >"$netns_work/hostfile"
+  local options=()
+  while [[ $# -gt 0 && $1 != -- ]]; do options+=("$1"); shift; done
+  [[ $# -gt 0 ]] && shift
+  # The ctest environment pins Open MPI to loopback; these hosts talk over the veth.
+  env -u OMPI_MCA_btl_tcp_if_include -u OMPI_MCA_oob_tcp_if_include \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout -k 5 "$NETNS_DEADLINE" ip netns exec "$netns_h1" unshare -u \
+    sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
+    mpirun -np $((slots1 + slots2)) --hostfile "$netns_work/hostfile" --oversubscribe \
+    --mca plm_rsh_agent "$netns_work/rsh" --mca btl self,vader,tcp \
+    --mca btl_tcp_if_include 10.200.0.0/24 --mca oob_tcp_if_include 10.200.0.0/24 \
+    --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 2 \
+    "${options[@]}" "$@"
+}
