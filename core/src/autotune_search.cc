@@ -1,5 +1,6 @@
 #include "autotune_search.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -72,6 +73,12 @@ Status BayesianSearch::create(std::vector<SearchDimension> dimensions, const Sea
   if (!std::isfinite(options.exploration) || options.exploration < 0.0) {
     return bad_option("exploration", std::to_string(options.exploration), "a finite number >= 0");
   }
+  if (!std::isfinite(options.confidence) || options.confidence < 0.0) {
+    return bad_option("confidence", std::to_string(options.confidence), "a finite number >= 0");
+  }
+  if (!std::isfinite(options.min_gain) || options.min_gain < 0.0) {
+    return bad_option("min_gain", std::to_string(options.min_gain), "a finite number >= 0");
+  }
   out->reset(new BayesianSearch(std::move(dimensions), start, options));
   (*out)->total_ = total;
   return Status::OK();
@@ -79,7 +86,13 @@ Status BayesianSearch::create(std::vector<SearchDimension> dimensions, const Sea
 
 BayesianSearch::BayesianSearch(std::vector<SearchDimension> dimensions, const SearchPoint& start,
                                const SearchOptions& options)
-    : dimensions_(std::move(dimensions)), options_(options), rng_(options.seed), next_(start), best_(start) {
+    : dimensions_(std::move(dimensions)),
+      options_(options),
+      rng_(options.seed),
+      next_(start),
+      start_(start),
+      best_(start),
+      choice_(start) {
   std::vector<bool> categorical;
   for (const SearchDimension& d : dimensions_) categorical.push_back(d.categorical);
   model_ = GaussianProcess(std::move(categorical));
@@ -126,12 +139,15 @@ Status BayesianSearch::record(double score) {
 
 Status BayesianSearch::update_model() {
   std::vector<std::vector<double>> x;
-  std::vector<double> y;
+  std::vector<double> y, times;
   for (const Sample& s : samples_) {
     x.push_back(coordinates_of(s.point));
     y.push_back(s.score);
+    if (options_.drift) {
+      times.push_back(static_cast<double>(times.size()) / std::max(1, options_.max_samples - 1));
+    }
   }
-  CHORUS_RETURN_IF_ERROR(model_.fit(x, y));
+  CHORUS_RETURN_IF_ERROR(model_.fit(x, y, times));
   // Strictly greater: ties go to the earliest measured point (the start).
   double best = -std::numeric_limits<double>::infinity();
   for (const Sample& s : samples_) {
@@ -142,6 +158,15 @@ Status BayesianSearch::update_model() {
     }
   }
   best_estimate_ = best;
+  choice_ = best_;
+  choice_estimate_ = best_estimate_;
+  if (best_ != start_ && measured(start_)) {
+    const GaussianProcess::Prediction gain = model_.difference(coordinates_of(best_), coordinates_of(start_));
+    if (gain.mean < std::max(options_.min_gain, options_.confidence * gain.stddev)) {
+      choice_ = start_;
+      choice_estimate_ = model_.predict(coordinates_of(start_)).mean;
+    }
+  }
   return Status::OK();
 }
 
@@ -153,10 +178,19 @@ void BayesianSearch::propose() {
     if (!next_.empty()) return;
   }
   const bool last = n == options_.max_samples - 1;
+  const bool second_last = n == options_.max_samples - 2;
   const int guided = guided_++;
   const Sample& previous = samples_.back();
   const bool just_remeasured = previous.kind == Kind::kRemeasure && previous.point == best_;
   const bool periodic = options_.remeasure_every > 0 && (guided + 1) % options_.remeasure_every == 0;
+  // Near the end the start point is measured again when it is not the
+  // incumbent: choice() compares the two, and a start measured only at the
+  // beginning would be confounded with any drift since.
+  if (second_last && best_ != start_ && n >= options_.initial_samples + 1) {
+    next_ = start_;
+    next_kind_ = Kind::kRemeasure;
+    return;
+  }
   if ((periodic || last) && !just_remeasured) {
     next_ = best_;
     next_kind_ = Kind::kRemeasure;

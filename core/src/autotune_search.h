@@ -19,7 +19,8 @@
 //   noisy objective does not win on its own.
 // The incumbent is the measured candidate with the highest posterior mean
 // (not the highest single score): with repeated, noisy measurements the
-// posterior mean averages them. Everything depends only on the options and
+// posterior mean averages them, and with `drift` the model separates a
+// slow change of the whole machine's speed from the settings' effect. Everything depends only on the options and
 // the recorded scores, so a search replays exactly.
 #pragma once
 
@@ -44,10 +45,19 @@ struct SearchDimension {
 
 struct SearchOptions {
   uint64_t seed = 1;
-  int max_samples = 16;      // measurements in all, re-measurements included
+  int max_samples = 20;      // measurements in all, re-measurements included
   int initial_samples = 4;   // the start point and random candidates
   int remeasure_every = 4;   // every Nth guided sample re-measures the incumbent; 0: never
   double exploration = 0.01; // expected-improvement margin, in standard deviations of the scores
+  // Samples are taken one after another while the machine's speed may
+  // drift: model a drift over the sample index that every setting shares
+  // (gaussian_process.h) and compare settings without it.
+  bool drift = true;
+  // choice() keeps the start point unless the model puts the incumbent
+  // ahead of it by at least this many standard deviations of the difference
+  // and by at least min_gain (in score units).
+  double confidence = 0.5;
+  double min_gain = 0.0;
 };
 
 // One index into each dimension's candidates.
@@ -80,6 +90,11 @@ class BayesianSearch {
   const SearchPoint& best() const { return best_; }
   // The model's estimate of the incumbent's score (0 before any score).
   double best_estimate() const { return best_estimate_; }
+  // What to keep: the incumbent if the model is confident that it beats the
+  // start point (see SearchOptions::confidence), else the start point, so
+  // that noise alone never moves a job away from its starting settings.
+  const SearchPoint& choice() const { return choice_; }
+  double choice_estimate() const { return choice_estimate_; }
   const std::vector<Sample>& samples() const { return samples_; }
   size_t candidates() const { return total_; }
 
@@ -103,8 +118,11 @@ class BayesianSearch {
   int guided_ = 0;  // guided and re-measure samples proposed so far
   SearchPoint next_;
   Kind next_kind_ = Kind::kStart;
+  SearchPoint start_;
   SearchPoint best_;
   double best_estimate_ = 0.0;
+  SearchPoint choice_;
+  double choice_estimate_ = 0.0;
   GaussianProcess model_;
 };
 
