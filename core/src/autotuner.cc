@@ -1,6 +1,8 @@
 #include "autotuner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 #include "logging.h"
 
@@ -12,6 +14,9 @@ constexpr uint64_t kSearchSeed = 0x63686f727573;  // "chorus"
 // The start setting plus random candidates before the model guides.
 constexpr int kInitialSamples = 4;
 constexpr int kRemeasureEvery = 4;
+// Leave the start setting only for one estimated at least this much faster
+// (log of the ratio): smaller gains are within what noise fakes here.
+const double kMinGain = std::log(1.03);
 
 bool is_reduction(Response::Type type) {
   return type == Response::Type::kAllreduce || type == Response::Type::kReducescatter;
@@ -42,6 +47,7 @@ Status Autotuner::create(const Config& config, bool shm_active, int rank, std::u
     options.max_samples = static_cast<int>(config.autotune_samples);
     options.initial_samples = std::min(kInitialSamples, options.max_samples);
     options.remeasure_every = kRemeasureEvery;
+    options.min_gain = kMinGain;
     CHORUS_RETURN_IF_ERROR(
         BayesianSearch::create(tuner->space_.dimensions(), tuner->space_.start(), options, &tuner->search_));
     if (!config.autotune_log_path.empty()) CHORUS_RETURN_IF_ERROR(tuner->log_.open(config.autotune_log_path));
@@ -51,7 +57,8 @@ Status Autotuner::create(const Config& config, bool shm_active, int rank, std::u
                           << (tuner->space_.tunes_cycle_time() ? "cycle time, " : "")
                           << (tuner->space_.tunes_algorithm() ? "algorithm, " : "") << "over "
                           << tuner->search_->candidates() << " candidates with " << config.autotune_samples
-                          << " samples of " << config.autotune_steps_per_sample << " steps");
+                          << " samples of " << config.autotune_steps_per_sample << " steps and "
+                          << config.autotune_min_sample_ms << " ms at least");
   }
   *out = std::move(tuner);
   return Status::OK();
@@ -61,7 +68,8 @@ Autotuner::Autotuner(const Config& config, bool shm_active, int rank)
     : rank_(rank),
       space_(config, shm_active),
       warmup_steps_(config.autotune_warmup_steps),
-      steps_per_sample_(config.autotune_steps_per_sample) {}
+      steps_per_sample_(config.autotune_steps_per_sample),
+      min_sample_seconds_(config.autotune_min_sample_ms / 1000.0) {}
 
 std::vector<uint64_t> Autotuner::words() const {
   if (rank_ != 0) return std::vector<uint64_t>(TuningMessage::kWords, 0);
@@ -108,9 +116,9 @@ void Autotuner::on_step_boundary(Clock::time_point now) {
     window_bytes_ = 0.0;
     return;
   }
-  if (++window_steps_ < steps_per_sample_) return;
-  window_open_ = false;
   const double seconds = std::chrono::duration<double>(now - window_start_).count();
+  if (++window_steps_ < steps_per_sample_ || seconds < min_sample_seconds_) return;
+  window_open_ = false;
   // Clocks are monotonic, but two boundaries could share a tick.
   finish_sample(seconds > 0.0 ? window_bytes_ / seconds : 0.0);
 }
@@ -119,7 +127,10 @@ void Autotuner::finish_sample(double bytes_per_second) {
   const size_t sample = search_->samples().size();
   const BayesianSearch::Kind kind = search_->next_kind();
   const TuningSettings measured = published_.settings;
-  const Status recorded = search_->record(bytes_per_second);
+  // The search works on the logarithm: a machine that slows down by a
+  // factor slows every setting by the same factor, which the log turns into
+  // the additive drift the model separates from the settings' effect.
+  const Status recorded = search_->record(std::log(std::max(bytes_per_second, 1.0)));
   if (!recorded.ok()) {
     freeze("the search failed: " + recorded.message());
     return;
@@ -142,19 +153,22 @@ void Autotuner::publish(const TuningSettings& settings, bool frozen) {
 }
 
 void Autotuner::freeze(const std::string& why) {
-  const TuningSettings best = space_.settings_at(search_->best());
-  publish(best, true);
-  double start_score = 0.0;
-  for (const auto& s : search_->samples()) {
-    if (s.kind == BayesianSearch::Kind::kStart) start_score = s.score;
-  }
+  const TuningSettings kept = space_.settings_at(search_->choice());
+  const bool start = search_->choice() == space_.start() && search_->best() != space_.start();
+  publish(kept, true);
+  const double estimate = search_->samples().empty() ? 0.0 : std::exp(search_->choice_estimate());
   const LogLevel level = search_->done() ? LogLevel::kInfo : LogLevel::kWarning;
   if (level >= log_level()) {
-    log_message(level, "autotune: done " + why + "; keeping " + describe(best) + " (estimated " +
-                           std::to_string(search_->best_estimate()) + " bytes/s; the start setting measured " +
-                           std::to_string(start_score) + " bytes/s)");
+    std::ostringstream message;
+    message << "autotune: done " << why << "; keeping " << describe(kept) << " (estimated " << estimate
+            << " bytes/s)";
+    if (start) {
+      message << "; the best measured, " << describe(space_.settings_at(search_->best()))
+              << ", was not clearly better than the start";
+    }
+    log_message(level, message.str());
   }
-  log_row(search_->samples().size(), "frozen", best, search_->best_estimate(), true);
+  log_row(search_->samples().size(), "frozen", kept, estimate, true);
   log_.close();
 }
 

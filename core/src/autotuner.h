@@ -5,10 +5,10 @@
 //
 // Steps. The runtime sees collectives, not training steps: a step ends when
 // a tensor name that already ran since the last step boundary runs again (a
-// training loop submits the same gradient names every step). A sample is
-// `steps_per_sample` whole steps: the bytes of the allreduces and
-// reducescatters that ran, over the wall time between the boundaries that
-// enclose them. Steps before `warmup_steps` boundaries (at least the first,
+// training loop submits the same gradient names every step). A sample is at
+// least `steps_per_sample` whole steps and `min_sample_ms` of wall time:
+// the bytes of the allreduces and reducescatters that ran, over the wall
+// time between the boundaries that enclose them. Steps before `warmup_steps` boundaries (at least the first,
 // which has no start mark) are not measured, nor the step in which a new
 // setting took effect.
 //
@@ -19,7 +19,10 @@
 // carried it, rank 0 included. The cycle time only matters on rank 0 (the
 // cycle clock), but is applied everywhere alike.
 //
-// After the budget, rank 0 publishes the incumbent as frozen, logs it once
+// Scores enter the search as logarithms (a machine that slows down by some
+// factor shifts every log score alike: the drift the search separates). After
+// the budget, rank 0 publishes the search's choice as frozen (the incumbent,
+// or the start setting unless the incumbent is clearly, >= 3%, faster), logs it once
 // (info level) and writes the last CSV row (autotune_log.h). Every rank logs
 // each setting it applies at debug level: "autotune: cycle C applies
 // generation G (sample S | frozen): <settings>".
@@ -73,6 +76,7 @@ class Autotuner {
   TuningSpace space_;
   int64_t warmup_steps_;
   int64_t steps_per_sample_;
+  double min_sample_seconds_;
   std::unique_ptr<BayesianSearch> search_;  // rank 0
   AutotuneLog log_;                         // rank 0
   TuningMessage published_;                 // rank 0

@@ -45,6 +45,7 @@ constexpr double kMaxStallSeconds = 86400.0;
 constexpr int64_t kMaxShmThreshold = int64_t{1} << 40;
 constexpr int64_t kMaxAutotuneSteps = 100000;
 constexpr int64_t kMaxAutotuneSamples = 1000;
+constexpr double kMaxAutotuneSampleMs = 60000.0;
 
 bool parse_shm_mode(const std::string& text, ShmAllreduceMode* out) {
   for (ShmAllreduceMode mode : {ShmAllreduceMode::kAuto, ShmAllreduceMode::kOn, ShmAllreduceMode::kOff}) {
@@ -121,6 +122,10 @@ const Variable kVariables[] = {
     {"CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", "an integer number of steps in [1, 100000]",
      [](const std::string& v, Config* c) {
        return parse_integer(v, 1, kMaxAutotuneSteps, &c->autotune_steps_per_sample);
+     }},
+    {"CHORUS_AUTOTUNE_MIN_SAMPLE_MS", "a number of milliseconds in [0, 60000]",
+     [](const std::string& v, Config* c) {
+       return parse_number(v, 0.0, kMaxAutotuneSampleMs, &c->autotune_min_sample_ms);
      }},
     {"CHORUS_AUTOTUNE_SAMPLES", "an integer number of samples in [1, 1000]",
      [](const std::string& v, Config* c) {

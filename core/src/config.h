@@ -59,10 +59,13 @@ struct Config {
   std::string autotune_log_path;
   // CHORUS_AUTOTUNE_WARMUP_STEPS: training steps ignored before the first sample.
   int64_t autotune_warmup_steps = 5;
-  // CHORUS_AUTOTUNE_STEPS_PER_SAMPLE: steps measured for each sample.
-  int64_t autotune_steps_per_sample = 5;
+  // CHORUS_AUTOTUNE_STEPS_PER_SAMPLE: steps measured for each sample (at least).
+  int64_t autotune_steps_per_sample = 3;
+  // CHORUS_AUTOTUNE_MIN_SAMPLE_MS: a sample also lasts at least this long, so
+  // that tiny steps are measured over many scheduler ticks.
+  double autotune_min_sample_ms = 100.0;
   // CHORUS_AUTOTUNE_SAMPLES: settings measured in all (re-measurements included).
-  int64_t autotune_samples = 16;
+  int64_t autotune_samples = 20;
 
   // The CHORUS_* variables that were set in the environment, in the order
   // from_env reads them: explicit choices the autotuner must not change.

@@ -164,6 +164,7 @@ TunedRun run_tuned(const std::vector<std::pair<std::string, const char*>>& extra
                                                               {"CHORUS_AUTOTUNE_WARMUP_STEPS", "1"},
                                                               {"CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", steps_env.c_str()},
                                                               {"CHORUS_AUTOTUNE_SAMPLES", samples_env.c_str()},
+                                                              {"CHORUS_AUTOTUNE_MIN_SAMPLE_MS", "0"},
                                                               {"CHORUS_LOG_LEVEL", "debug"}};
   settings.insert(settings.end(), extra.begin(), extra.end());
 

@@ -42,19 +42,22 @@ TEST(AutotuneConfig, DefaultsAndValues) {
   EXPECT_FALSE(defaults.autotune);
   EXPECT_EQ(defaults.autotune_log_path, "");
   EXPECT_EQ(defaults.autotune_warmup_steps, 5);
-  EXPECT_EQ(defaults.autotune_steps_per_sample, 5);
-  EXPECT_EQ(defaults.autotune_samples, 16);
+  EXPECT_EQ(defaults.autotune_steps_per_sample, 3);
+  EXPECT_EQ(defaults.autotune_min_sample_ms, 100.0);
+  EXPECT_EQ(defaults.autotune_samples, 20);
   EXPECT_TRUE(defaults.explicitly_set.empty());
 
   const Config set = config_from({{"CHORUS_AUTOTUNE", "1"},
                                   {"CHORUS_AUTOTUNE_LOG", "/tmp/at.csv"},
                                   {"CHORUS_AUTOTUNE_WARMUP_STEPS", "0"},
                                   {"CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", "100000"},
+                                  {"CHORUS_AUTOTUNE_MIN_SAMPLE_MS", "2.5"},
                                   {"CHORUS_AUTOTUNE_SAMPLES", "1000"}});
   EXPECT_TRUE(set.autotune);
   EXPECT_EQ(set.autotune_log_path, "/tmp/at.csv");
   EXPECT_EQ(set.autotune_warmup_steps, 0);
   EXPECT_EQ(set.autotune_steps_per_sample, 100000);
+  EXPECT_EQ(set.autotune_min_sample_ms, 2.5);
   EXPECT_EQ(set.autotune_samples, 1000);
   EXPECT_FALSE(config_from({{"CHORUS_AUTOTUNE", "0"}}).autotune);
 }
@@ -73,6 +76,11 @@ TEST(AutotuneConfig, BadValuesNameTheVariableAndWhatIsAccepted) {
     EXPECT_EQ(error_for("CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", bad),
               std::string("CHORUS_AUTOTUNE_STEPS_PER_SAMPLE='") + bad +
                   "' is invalid: expected an integer number of steps in [1, 100000]");
+  }
+  for (const char* bad : {"-1", "60000.5", "nan", "1s"}) {
+    EXPECT_EQ(error_for("CHORUS_AUTOTUNE_MIN_SAMPLE_MS", bad),
+              std::string("CHORUS_AUTOTUNE_MIN_SAMPLE_MS='") + bad +
+                  "' is invalid: expected a number of milliseconds in [0, 60000]");
   }
   for (const char* bad : {"0", "1001", "-3"}) {
     EXPECT_EQ(error_for("CHORUS_AUTOTUNE_SAMPLES", bad),

@@ -64,7 +64,7 @@ struct SimulatedRun {
 
 // Runs `steps` simulated steps; the first `slow_steps` take 10x longer
 // (start-up effects the warm-up must hide).
-SimulatedRun simulate(const Config& config, bool shm_active, int steps, int slow_steps = 0) {
+SimulatedRun simulate(const Config& config, bool shm_active, int steps, int slow_steps = 0, double time_scale = 1.0) {
   std::unique_ptr<Autotuner> rank0, rank1;
   EXPECT_TRUE(Autotuner::create(config, shm_active, 0, &rank0).ok());
   EXPECT_TRUE(Autotuner::create(config, shm_active, 1, &rank1).ok());
@@ -89,7 +89,7 @@ SimulatedRun simulate(const Config& config, bool shm_active, int steps, int slow
         current = *s0;
         run.applied.push_back({cycle, *s0});
       }
-      const double seconds = step_seconds(current) * (step < slow_steps ? 10.0 : 1.0) / kStep.size();
+      const double seconds = time_scale * step_seconds(current) * (step < slow_steps ? 10.0 : 1.0) / kStep.size();
       now += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
       rank0->observe(responses, now);
       rank1->observe(responses, now);  // does nothing off rank 0
@@ -217,6 +217,26 @@ TEST_F(AutotunerTest, WithoutSharedMemoryTheAlgorithmStaysMpi) {
   ASSERT_TRUE(run.frozen);
   for (const Applied& a : run.applied) EXPECT_FALSE(a.settings.shm_allreduce);
   EXPECT_EQ(run.final_settings.fusion_threshold_bytes, 8 << 20);
+}
+
+TEST_F(AutotunerTest, TinyStepsAreMeasuredForTheMinimumDuration) {
+  // Steps of 1-4 ms: each sample needs >= 50 ms, i.e. a dozen steps or
+  // more, not 4.
+  const SimulatedRun run = simulate(config({{"CHORUS_AUTOTUNE_MIN_SAMPLE_MS", "50"}}), true, 5000, 0, 0.01);
+  ASSERT_TRUE(run.frozen);
+  const auto rows = read_csv(path_);
+  ASSERT_EQ(rows.size(), 17u);
+  // Between two applied settings, sample i-1 measured >= 50 ms of whole
+  // steps of its own setting (2 cycles each).
+  for (size_t i = 1; i < run.applied.size(); ++i) {
+    const double step = 0.01 * step_seconds(run.applied[i - 1].settings);
+    const auto steps = static_cast<uint64_t>(std::floor(0.05 / step));
+    EXPECT_GE(run.applied[i].cycle - run.applied[i - 1].cycle, 2 * steps) << "sample " << i - 1;
+  }
+  // The clock counts nanoseconds: over ~50 ms that is ~1e-6 relative.
+  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+    EXPECT_NEAR(rows[i].score / (kStepBytes / (0.01 * step_seconds(rows[i].settings))), 1.0, 1e-5) << "sample " << i;
+  }
 }
 
 TEST_F(AutotunerTest, NoRepeatedNamesMeansNoStepsAndNoChange) {
