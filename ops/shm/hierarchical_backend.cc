@@ -13,7 +13,8 @@ bool HierarchicalSelection::use_hierarchical(int64_t bytes, DataType dtype, Redu
     case ShmAllreduceMode::kOn: return true;
     case ShmAllreduceMode::kAuto: break;
   }
-  const bool order_matters = ranks > 2 && is_floating_point(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct);
+  const bool order_matters =
+      ranks > 2 && is_floating_point(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct);
   return order_matters || bytes >= threshold_bytes;
 }
 
@@ -66,8 +67,8 @@ Status make_hierarchical_backend(const HierarchicalSelection& selection, const T
     return Status::OK();
   }
   std::unique_ptr<HierarchicalAllreduce> hierarchical;
-  const Status status =
-      HierarchicalAllreduce::create(comm, topology.node, topology.local_rank, HierarchicalAllreduceOptions(), &hierarchical);
+  const Status status = HierarchicalAllreduce::create(comm, topology.node, topology.local_rank,
+                                                      HierarchicalAllreduceOptions(), &hierarchical);
   if (!status.ok()) {
     if (on) return Status(status.code(), "CHORUS_HIERARCHICAL_ALLREDUCE='on' but " + status.message());
     if (log) CHORUS_LOG(kWarning, "hierarchical allreduce unavailable, using flat MPI: " << status.message());

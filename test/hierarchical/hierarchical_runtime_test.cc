@@ -167,7 +167,8 @@ void expect_fold_order(const char* mode, bool hierarchical) {
         t.name = std::string("hier.order.") + mode + "." + std::to_string(index++);
         t.dtype = dtype;
         t.data = inputs[static_cast<size_t>(world_rank())];
-        t.expected = hierarchical ? hierarchical_reference(dtype, op, inputs, p.layout) : flat_reference(dtype, op, inputs);
+        t.expected =
+            hierarchical ? hierarchical_reference(dtype, op, inputs, p.layout) : flat_reference(dtype, op, inputs);
         t.handle = submit_bytes(t, op);
         // The other order, to show that the two can be told apart here.
         const Bytes other =

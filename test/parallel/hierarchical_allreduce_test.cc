@@ -88,8 +88,8 @@ class HierarchicalAllreduceTest : public ::testing::Test {
     const std::vector<Bytes> inputs = order_sensitive_inputs(dtype, op, world_size(), seed, count);
     Bytes output(inputs[static_cast<size_t>(me)].size(), 0xa5);
     if (in_place) output = inputs[static_cast<size_t>(me)];
-    const Status status = instance.algorithm->allreduce(in_place ? output.data() : inputs[static_cast<size_t>(me)].data(),
-                                                        output.data(), count, dtype, op);
+    const void* input = in_place ? output.data() : inputs[static_cast<size_t>(me)].data();
+    const Status status = instance.algorithm->allreduce(input, output.data(), count, dtype, op);
     ASSERT_TRUE(status.ok()) << status.to_string();
     const Bytes expected = hierarchical_reference(dtype, op, inputs, instance.layout);
     const std::vector<int64_t> wrong = differing_elements(output, expected, chorus::dtype_size(dtype));
@@ -153,8 +153,8 @@ TEST(HierarchicalAllreduceDefaults, LargeMessagesStreamThroughTheDefaultChunks) 
     const std::vector<Bytes> inputs = order_sensitive_inputs(dtype, ReduceOp::kSum, world_size(), 77, count);
     Bytes data = inputs[static_cast<size_t>(world_rank())];
     ASSERT_TRUE(algorithm->allreduce(data.data(), data.data(), count, dtype, ReduceOp::kSum).ok());
-    const std::vector<int64_t> wrong =
-        differing_elements(data, hierarchical_reference(dtype, ReduceOp::kSum, inputs, layout), chorus::dtype_size(dtype));
+    const Bytes expected = hierarchical_reference(dtype, ReduceOp::kSum, inputs, layout);
+    const std::vector<int64_t> wrong = differing_elements(data, expected, chorus::dtype_size(dtype));
     EXPECT_TRUE(wrong.empty()) << chorus::dtype_name(dtype) << ": element " << wrong.front() << " differs";
   }
 }
@@ -213,8 +213,8 @@ TEST(HierarchicalAllreduceFailure, AFailedCrossStepFailsTheLocalPeersAtOnce) {
   std::unique_ptr<HierarchicalAllreduce> algorithm = create(layout, options);
   ASSERT_NE(algorithm, nullptr);
   std::vector<float> data(4096, 1.0f);
-  const Status status =
-      algorithm->allreduce(data.data(), data.data(), static_cast<int64_t>(data.size()), DataType::kFloat32, ReduceOp::kSum);
+  const Status status = algorithm->allreduce(data.data(), data.data(), static_cast<int64_t>(data.size()),
+                                             DataType::kFloat32, ReduceOp::kSum);
   ASSERT_FALSE(status.ok());
   const std::string cross_failure = "the cross-host step of local rank " + std::to_string(failing_local);
   if (my_local == failing_local) {
