@@ -147,7 +147,7 @@ TEST(HierarchicalAllreduceDefaults, LargeMessagesStreamThroughTheDefaultChunks) 
   ASSERT_NE(algorithm, nullptr);
   EXPECT_EQ(algorithm->hosts(), layout.hosts);
   EXPECT_EQ(algorithm->local_size(), layout.local_size);
-  // 2.5 MiB of float32 and bfloat16 sums: three chunks, the last partial.
+  // 2.5 MiB of float32 and bfloat16 sums: two chunks of 2 MiB, the last partial.
   for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
     const int64_t count = (5 << 20) / 2 / static_cast<int64_t>(chorus::dtype_size(dtype)) + 3;
     const std::vector<Bytes> inputs = order_sensitive_inputs(dtype, ReduceOp::kSum, world_size(), 77, count);

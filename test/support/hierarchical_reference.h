@@ -105,32 +105,45 @@ inline uint16_t narrow(chorus::DataType dtype, float value) {
   return dtype == chorus::DataType::kFloat16 ? chorus::float_to_float16(value) : chorus::float_to_bfloat16(value);
 }
 
-// One element: `groups` lists, per group in fold order, the element's bytes
-// of each member in fold order. Each group is folded (16-bit floats in
+// `order` lists the groups in fold order, each with its ranks in fold
+// order. For every element, each group is folded (16-bit floats in
 // float32, rounded once), then the groups pairwise (16-bit floats rounded
 // after every step).
 template <typename T>
-void fold_element(chorus::ReduceOp op, const std::vector<std::vector<const unsigned char*>>& groups,
-                  unsigned char* out) {
-  T total{};
-  for (size_t g = 0; g < groups.size(); ++g) {
-    T acc = load<T>(groups[g][0]);
-    for (size_t m = 1; m < groups[g].size(); ++m) acc = apply(acc, load<T>(groups[g][m]), op);
-    total = g == 0 ? acc : apply(total, acc, op);
+void fold_elements(chorus::ReduceOp op, const std::vector<Bytes>& inputs, const std::vector<std::vector<int>>& order,
+                   size_t count, unsigned char* out) {
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = i * sizeof(T);
+    T total{};
+    for (size_t g = 0; g < order.size(); ++g) {
+      const std::vector<int>& ranks = order[g];
+      T acc = load<T>(inputs[static_cast<size_t>(ranks[0])].data() + at);
+      for (size_t m = 1; m < ranks.size(); ++m) {
+        acc = apply(acc, load<T>(inputs[static_cast<size_t>(ranks[m])].data() + at), op);
+      }
+      total = g == 0 ? acc : apply(total, acc, op);
+    }
+    store(out + at, total);
   }
-  store(out, total);
 }
 
-inline void fold_half_element(chorus::DataType dtype, chorus::ReduceOp op,
-                              const std::vector<std::vector<const unsigned char*>>& groups, unsigned char* out) {
-  uint16_t total = 0;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    float acc = widen(dtype, load<uint16_t>(groups[g][0]));
-    for (size_t m = 1; m < groups[g].size(); ++m) acc = apply(acc, widen(dtype, load<uint16_t>(groups[g][m])), op);
-    const uint16_t rounded = narrow(dtype, acc);
-    total = g == 0 ? rounded : narrow(dtype, apply(widen(dtype, total), widen(dtype, rounded), op));
+inline void fold_half_elements(chorus::DataType dtype, chorus::ReduceOp op, const std::vector<Bytes>& inputs,
+                               const std::vector<std::vector<int>>& order, size_t count, unsigned char* out) {
+  auto value = [&](int rank, size_t at) {
+    return widen(dtype, load<uint16_t>(inputs[static_cast<size_t>(rank)].data() + at));
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = i * 2;
+    uint16_t total = 0;
+    for (size_t g = 0; g < order.size(); ++g) {
+      const std::vector<int>& ranks = order[g];
+      float acc = value(ranks[0], at);
+      for (size_t m = 1; m < ranks.size(); ++m) acc = apply(acc, value(ranks[m], at), op);
+      const uint16_t rounded = narrow(dtype, acc);
+      total = g == 0 ? rounded : narrow(dtype, apply(widen(dtype, total), widen(dtype, rounded), op));
+    }
+    store(out + at, total);
   }
-  store(out, total);
 }
 
 inline Bytes fold(chorus::DataType dtype, chorus::ReduceOp op, const std::vector<Bytes>& inputs,
@@ -138,24 +151,17 @@ inline Bytes fold(chorus::DataType dtype, chorus::ReduceOp op, const std::vector
   const size_t size = chorus::dtype_size(dtype);
   const size_t count = inputs.empty() ? 0 : inputs[0].size() / size;
   Bytes out(count * size);
-  std::vector<std::vector<const unsigned char*>> groups(order.size());
-  for (size_t i = 0; i < count; ++i) {
-    for (size_t g = 0; g < order.size(); ++g) {
-      groups[g].clear();
-      for (int r : order[g]) groups[g].push_back(inputs[static_cast<size_t>(r)].data() + i * size);
-    }
-    unsigned char* o = out.data() + i * size;
-    switch (dtype) {
-      case chorus::DataType::kUInt8: fold_element<uint8_t>(op, groups, o); break;
-      case chorus::DataType::kInt8: fold_element<int8_t>(op, groups, o); break;
-      case chorus::DataType::kInt32: fold_element<int32_t>(op, groups, o); break;
-      case chorus::DataType::kInt64: fold_element<int64_t>(op, groups, o); break;
-      case chorus::DataType::kFloat32: fold_element<float>(op, groups, o); break;
-      case chorus::DataType::kFloat64: fold_element<double>(op, groups, o); break;
-      case chorus::DataType::kFloat16:
-      case chorus::DataType::kBFloat16: fold_half_element(dtype, op, groups, o); break;
-      case chorus::DataType::kBool: break;
-    }
+  unsigned char* o = out.data();
+  switch (dtype) {
+    case chorus::DataType::kUInt8: fold_elements<uint8_t>(op, inputs, order, count, o); break;
+    case chorus::DataType::kInt8: fold_elements<int8_t>(op, inputs, order, count, o); break;
+    case chorus::DataType::kInt32: fold_elements<int32_t>(op, inputs, order, count, o); break;
+    case chorus::DataType::kInt64: fold_elements<int64_t>(op, inputs, order, count, o); break;
+    case chorus::DataType::kFloat32: fold_elements<float>(op, inputs, order, count, o); break;
+    case chorus::DataType::kFloat64: fold_elements<double>(op, inputs, order, count, o); break;
+    case chorus::DataType::kFloat16:
+    case chorus::DataType::kBFloat16: fold_half_elements(dtype, op, inputs, order, count, o); break;
+    case chorus::DataType::kBool: break;
   }
   return out;
 }
