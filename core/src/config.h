@@ -60,7 +60,7 @@ struct Config {
   // CHORUS_AUTOTUNE_WARMUP_STEPS: training steps ignored before the first sample.
   int64_t autotune_warmup_steps = 5;
   // CHORUS_AUTOTUNE_STEPS_PER_SAMPLE: steps measured for each sample (at least).
-  int64_t autotune_steps_per_sample = 3;
+  int64_t autotune_steps_per_sample = 4;
   // CHORUS_AUTOTUNE_MIN_SAMPLE_MS: a sample also lasts at least this long, so
   // that tiny steps are measured over many scheduler ticks.
   double autotune_min_sample_ms = 100.0;

@@ -42,7 +42,7 @@ TEST(AutotuneConfig, DefaultsAndValues) {
   EXPECT_FALSE(defaults.autotune);
   EXPECT_EQ(defaults.autotune_log_path, "");
   EXPECT_EQ(defaults.autotune_warmup_steps, 5);
-  EXPECT_EQ(defaults.autotune_steps_per_sample, 3);
+  EXPECT_EQ(defaults.autotune_steps_per_sample, 4);
   EXPECT_EQ(defaults.autotune_min_sample_ms, 100.0);
   EXPECT_EQ(defaults.autotune_samples, 20);
   EXPECT_TRUE(defaults.explicitly_set.empty());
