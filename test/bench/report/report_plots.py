@@ -9,7 +9,8 @@ import subprocess
 from report_inputs import ReportError
 
 MISSING = "?"
-TERMINAL = 'set terminal pngcairo size 960,600 font "sans,11"'
+# noenhanced: names like MPI_Allreduce and bytes_per_second print as written.
+TERMINAL = 'set terminal pngcairo noenhanced size 960,600 font "sans,11"'
 
 
 def size_label(nbytes):
@@ -55,7 +56,7 @@ def busbw_plot(rows, np, plot_dir, png_dir):
     src = quoted(plot.data_path)
     series = [(2, "Chorus (shared memory)", "linespoints lw 2 pt 7"),
               (3, "Chorus (MPI path)", "linespoints lw 2 pt 5"),
-              (4, "MPI\\_Allreduce (Open MPI)", "linespoints lw 2 pt 9"),
+              (4, "MPI_Allreduce (Open MPI)", "linespoints lw 2 pt 9"),
               (5, "torch.distributed gloo", "linespoints lw 2 pt 11"),
               (6, "memcpy, one rank (ceiling)", "lines lw 2 dt 2 lc rgb 'black'")]
     keys = {2: "shm_busbw", 3: "mpi_path_busbw", 4: "mpi_busbw", 5: "gloo_busbw", 6: "memcpy_Bps"}
@@ -109,7 +110,7 @@ def training_plot(rows, model, title, plot_dir, png_dir):
                for i, (key, name, style) in enumerate(TRAINING_SERIES) if any(key in r["median"] for r in rows)]
     tics = ", ".join(f'"{r["np"]}" {r["np"]}' for r in rows)
     plot.write(data, [
-        f"set title {quoted(title)}", f"set xtics ({tics})", "set key top left",
+        f"set title {quoted(title)}", f"set xtics ({tics})", "set key below",
         f"set xrange [0.5:{max(r['np'] for r in rows) + 0.5}]", "set yrange [0:*]",
         'set xlabel "ranks (np)"', 'set ylabel "global samples/s (median)"',
         "plot " + ", \\\n     ".join(clauses)])
@@ -117,18 +118,26 @@ def training_plot(rows, model, title, plot_dir, png_dir):
 
 
 def autotune_plot(header, rows, score_index, plot_dir, png_dir):
-    """The autotune log's score (its objective) against the sample number."""
+    """The autotune log's score (its objective) against the sample number
+    (the log's 'sample' column when it has one, else the row number)."""
     plot = Plot("autotune-score", plot_dir, png_dir)
+    names = [h.strip().lower() for h in header]
+    sample_index = names.index("sample") if "sample" in names else None
+    # A rate in bytes/s reads better in GB/s.
+    scale, unit = (1e9, " (GB/s)") if names[score_index] == "bytes_per_second" else (1.0, "")
     data = ["# sample score"]
     for i, row in enumerate(rows, 1):
         try:
-            data.append(f"{i} {float(row[score_index]):.9g}")
+            x = float(row[sample_index]) if sample_index is not None else i
+            data.append(f"{x:.9g} {float(row[score_index]) / scale:.9g}")
         except (ValueError, IndexError):
-            raise ReportError(f"autotune log row {i}: '{header[score_index]}' is not a number: {row}") from None
+            raise ReportError(f"autotune log row {i}: '{header[score_index]}' or the sample number is not a "
+                              f"number: {row}") from None
+    label = header[score_index] + unit
     plot.write(data, [
         'set title "Autotuning: score of each sample (from CHORUS_AUTOTUNE_LOG)"',
-        'set xlabel "sample"', f"set ylabel {quoted(header[score_index])}",
-        f"plot {quoted(plot.data_path)} using 1:2 with linespoints lw 2 pt 7 title {quoted(header[score_index])}"])
+        'set xlabel "sample"', f"set ylabel {quoted(label)}", "set yrange [0:*]",
+        f"plot {quoted(plot.data_path)} using 1:2 with linespoints lw 2 pt 7 title {quoted(label)}"])
     return plot
 
 
