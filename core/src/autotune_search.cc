@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 namespace chorus {
 namespace {
@@ -222,8 +223,16 @@ SearchPoint BayesianSearch::most_promising() const {
   const double xi = options_.exploration * (spread > 0.0 ? spread : 1.0);
   double best_gain = -1.0;
   SearchPoint choice = best_;
+  // Re-measuring is the schedule's job (kRemeasure): a guided sample goes
+  // to a candidate not measured yet, so that noise around the incumbent
+  // does not keep the search measuring the same point. Only when every
+  // candidate was measured are they all eligible.
+  std::set<SearchPoint> distinct;
+  for (const Sample& sample : samples_) distinct.insert(sample.point);
+  const bool all_measured = distinct.size() >= total_;
   for (size_t index = 0; index < total_; ++index) {
     SearchPoint point = point_of(index);
+    if (!all_measured && measured(point)) continue;
     const double gain = expected_improvement(model_.predict(coordinates_of(point)), best_estimate_, xi);
     if (gain > best_gain) {
       best_gain = gain;

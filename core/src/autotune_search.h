@@ -12,8 +12,8 @@
 //      never compared with them);
 //   2. random distinct candidates (seeded), until `initial_samples` in all;
 //   3. then Bayesian optimisation: a Gaussian process (gaussian_process.h)
-//      fitted to every score so far, and the candidate with the highest
-//      expected improvement over the incumbent;
+//      fitted to every score so far, and the not yet measured candidate
+//      with the highest expected improvement over the incumbent;
 //   every `remeasure_every`-th guided sample, and the last sample of the
 //   budget, measure the incumbent again, so that one lucky measurement of a
 //   noisy objective does not win on its own.

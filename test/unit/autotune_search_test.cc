@@ -246,6 +246,11 @@ TEST(BayesianSearch, SampleKindsFollowTheSchedule) {
     for (size_t j = 0; j < i; ++j) was_best |= s[j].point == s[i].point && s[j].best;
     EXPECT_TRUE(was_best) << "sample " << i;
   }
+  // Guided samples go to new candidates; re-measuring is the schedule's job.
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i].kind != BayesianSearch::Kind::kGuided) continue;
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(s[j].point, s[i].point) << "samples " << j << " and " << i;
+  }
   EXPECT_TRUE(search->done());
   EXPECT_EQ(search->record(1.0).code(), StatusCode::kPreconditionFailed);
 }
