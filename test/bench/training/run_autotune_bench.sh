@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Autotuning against hand-picked settings, measured in ONE run: each round
-# runs chorus_train_bench under mpirun -np 2 once per configuration, in the
-# same order every round (default, autotune, then each hand-picked one), and
-# the summary gives medians, bests and ratios to the defaults and to the best
-# hand-picked configuration (by median).
+# runs chorus_train_bench under mpirun -np 2 once per configuration (default,
+# autotune, then each hand-picked one), the order rotated by one every round
+# so that no configuration always runs at the same point of the machine's
+# load cycle; the summary gives every round's figure, medians, bests and
+# ratios to the defaults and to the best hand-picked configuration (by median).
 #   test/bench/training/run_autotune_bench.sh [--rounds N] [--model 25m|ref]
 #       [--steps N] [--warmup-steps N] [--np N] [--bench PATH] [--log-dir DIR]
 #       [--settings 'name:VAR=V,VAR=V;name:...'] [--autotune-env 'VAR=V,...']
@@ -91,8 +92,10 @@ mpi_extra=()
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
+count=${#names[@]}
 for ((r = 1; r <= rounds; r++)); do
-  for i in "${!names[@]}"; do
+  for ((k = 0; k < count; k++)); do
+    i=$(((k + r - 1) % count))
     name=${names[i]}
     vars=()
     forward=()
@@ -110,6 +113,7 @@ for ((r = 1; r <= rounds; r++)); do
       --batch-size 64 --warmup-steps "$warmup" --steps "$steps") || die "$name (round $r) failed"
     python3 -c 'import json, sys; d = json.loads(sys.argv[3].strip().splitlines()[-1]); print(json.dumps({"name": sys.argv[1], "env": sys.argv[2], "samples_per_second": d["samples_per_second"]}))' \
       "$name" "${envs[i]}" "$out" >>"$results"
+    echo "run_autotune_bench: round $r: $name: $(tail -1 "$results")" >&2
   done
 done
 
@@ -129,4 +133,7 @@ print(f"{'configuration':14s} {'median':>10s} {'best':>10s}  vs default  vs best
 for k, v in by.items():
     print(f"{k:14s} {med[k]:10.1f} {max(v):10.1f}  {med[k] / med['default']:9.3f}x  {med[k] / med[best_picked]:9.3f}x"
           f"                       {env[k] or '(defaults)'}")
+print("samples/s by round:")
+for k, v in by.items():
+    print(f"  {k:14s} " + " ".join(f"{x:8.1f}" for x in v))
 PY
