@@ -111,23 +111,17 @@ void Autotuner::on_step_boundary(Clock::time_point now) {
   if (applied_generation_ != published_.generation) return;  // not in effect yet
   if (!window_open_) {
     window_open_ = true;
-    window_start_ = last_boundary_ = now;
-    step_seconds_.clear();
+    window_start_ = now;
+    window_steps_ = 0;
     window_bytes_ = 0.0;
     return;
   }
-  step_seconds_.push_back(std::chrono::duration<double>(now - last_boundary_).count());
-  last_boundary_ = now;
   const double seconds = std::chrono::duration<double>(now - window_start_).count();
-  if (static_cast<int64_t>(step_seconds_.size()) < steps_per_sample_ || seconds < min_sample_seconds_) return;
+  if (++window_steps_ < steps_per_sample_ || seconds < min_sample_seconds_) return;
   window_open_ = false;
-  std::vector<double> sorted = step_seconds_;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  const double bytes_per_step = window_bytes_ / static_cast<double>(n);
-  // Clocks are monotonic, but two boundaries could share a tick.
-  finish_sample(median > 0.0 ? bytes_per_step / median : 0.0);
+  // All of the window's time, slow steps included: a setting can cause
+  // them (waits, wake-ups), and a median step time would flatter it.
+  finish_sample(seconds > 0.0 ? window_bytes_ / seconds : 0.0);
 }
 
 void Autotuner::finish_sample(double bytes_per_second) {

@@ -7,9 +7,8 @@
 // a tensor name that already ran since the last step boundary runs again (a
 // training loop submits the same gradient names every step). A sample is at
 // least `steps_per_sample` whole steps and `min_sample_ms` of wall time;
-// its score is the bytes of the allreduces and reducescatters per step over
-// the median step time: a step stretched because another process took the
-// core says nothing about the setting, and the median ignores it. Steps before `warmup_steps` boundaries (at least the first,
+// its score is the bytes of the allreduces and reducescatters that ran over
+// the wall time between the boundaries that enclose them. Steps before `warmup_steps` boundaries (at least the first,
 // which has no start mark) are not measured, nor the step in which a new
 // setting took effect.
 //
@@ -89,8 +88,7 @@ class Autotuner {
   int64_t boundaries_ = 0;
   bool window_open_ = false;
   Clock::time_point window_start_{};
-  Clock::time_point last_boundary_{};
-  std::vector<double> step_seconds_;  // of the window's steps
+  int64_t window_steps_ = 0;
   double window_bytes_ = 0.0;
 };
 

@@ -200,17 +200,23 @@ TEST_F(AutotunerTest, RanksAgreeScoresAreExactAndTheBestIsKept) {
   EXPECT_LE(frozen_at, 2u * (3 + 16 * 5 + 1) + 1);
 }
 
-TEST_F(AutotunerTest, AStepSlowedByAnotherProcessDoesNotChangeTheScore) {
-  // One step in 7 takes 5x longer; a sample of 4 steps holds at most one,
-  // and the median step time ignores it (the mean would not).
+TEST_F(AutotunerTest, SlowStepsCount) {
+  // One step in 7 has a first cycle 9x longer (a setting can cause such
+  // steps: waits, wake-ups): the score is the bytes over all of the
+  // window's time, so it includes them.
   const SimulatedRun run = simulate(config(), true, 300, 0, 1.0, 7);
   ASSERT_TRUE(run.frozen);
   const std::vector<Row> rows = read_csv(path_);
   ASSERT_EQ(rows.size(), 17u);
+  int slower = 0;
   for (size_t i = 0; i + 1 < rows.size(); ++i) {
-    EXPECT_NEAR(rows[i].score / (kStepBytes / step_seconds(rows[i].settings)), 1.0, 1e-6) << "sample " << i;
+    const double steady = kStepBytes / step_seconds(rows[i].settings);
+    EXPECT_LE(rows[i].score, steady * (1.0 + 1e-6)) << "sample " << i;
+    // A window of 4 steps holds at most one slow one: 4 + 4 = 8 half-steps extra at most.
+    EXPECT_GE(rows[i].score, steady * 4.0 / 8.0 * (1.0 - 1e-6)) << "sample " << i;
+    slower += rows[i].score < steady * 0.99;
   }
-  EXPECT_EQ(rows.back().settings.fusion_threshold_bytes, 8 << 20);
+  EXPECT_GT(slower, 0);
 }
 
 TEST_F(AutotunerTest, ExplicitSettingsNeverChange) {
