@@ -192,6 +192,16 @@ void BayesianSearch::propose() {
     next_kind_ = Kind::kRemeasure;
     return;
   }
+  // Periodic re-measurements alternate between the start point and the
+  // incumbent. The start is the drift's anchor: measured at regular
+  // intervals, it tells a machine that slowed down from a region of the
+  // space that is slower (without it, a stretch of samples in one region
+  // can pass its own slowness off as drift).
+  if (periodic && !last && best_ != start_ && remeasures_++ % 2 == 0) {
+    next_ = start_;
+    next_kind_ = Kind::kRemeasure;
+    return;
+  }
   if ((periodic || last) && !just_remeasured) {
     next_ = best_;
     next_kind_ = Kind::kRemeasure;

@@ -14,9 +14,11 @@
 //   3. then Bayesian optimisation: a Gaussian process (gaussian_process.h)
 //      fitted to every score so far, and the not yet measured candidate
 //      with the highest expected improvement over the incumbent;
-//   every `remeasure_every`-th guided sample, and the last sample of the
-//   budget, measure the incumbent again, so that one lucky measurement of a
-//   noisy objective does not win on its own.
+//   every `remeasure_every`-th guided sample measures again, in turn, the
+//   start point (the anchor that tells a drifting machine from a slow region)
+//   and the incumbent (so that one lucky measurement does not win on its
+//   own); the second-last sample re-measures the start, the last the
+//   incumbent.
 // The incumbent is the measured candidate with the highest posterior mean
 // (not the highest single score): with repeated, noisy measurements the
 // posterior mean averages them, and with `drift` the model separates a
@@ -116,6 +118,7 @@ class BayesianSearch {
   std::mt19937_64 rng_;
   std::vector<Sample> samples_;
   int guided_ = 0;  // guided and re-measure samples proposed so far
+  int remeasures_ = 0;  // periodic re-measurements proposed so far
   SearchPoint next_;
   Kind next_kind_ = Kind::kStart;
   SearchPoint start_;
