@@ -88,7 +88,8 @@ fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mpi_extra=()
-(($(nproc) < np)) && mpi_extra=(--oversubscribe --mca mpi_yield_when_idle 1)
+# GNU nproc counts OMP_NUM_THREADS (set above) as the processor count.
+(($(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) < np)) && mpi_extra=(--oversubscribe --mca mpi_yield_when_idle 1)
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT

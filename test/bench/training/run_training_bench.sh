@@ -94,7 +94,8 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-cores=$(nproc)
+# GNU nproc counts OMP_NUM_THREADS (set above) as the processor count.
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 
 results=$(mktemp)
 scratch=$(mktemp -d)
