@@ -23,6 +23,13 @@ class Backend {
   // kProduct (the executor turns kAverage into kSum plus a scale).
   virtual Status allreduce(const void* input, void* output, int64_t count, DataType dtype,
                            ReduceOp op) = 0;
+  // allreduce(), then the result times `factor` (an average's 1/size and a
+  // postscale, for floating-point dtypes). This default scales the output
+  // afterwards, one more pass over it; a backend that can scale each rank's
+  // share of the result while it is still in cache overrides it. Like every
+  // collective, all ranks call it with the same arguments (and factor).
+  virtual Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype,
+                                  ReduceOp op, double factor);
   // Concatenates rank r's counts[r] elements of `input` into `output`, in
   // rank order.
   virtual Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,

@@ -191,10 +191,16 @@ Status Executor::allreduce_one(const Response& response, TensorEntry* entry, Bac
   const DataType dtype = response.dtype;
   const int64_t n = response.elements;
   const auto start = Clock::now();
+  // Floating-point results are scaled by the backend as it reduces: no pass
+  // of its own over the result. Every rank must ask for the same scaling,
+  // a joined one too: on shared memory each rank scales the share it owns.
+  const bool scaled_by_backend = is_floating_point(dtype);
+  const ReduceOp op = backend_op(response.reduce_op);
   if (entry == nullptr) {  // joined: contribute zeros and drop the result
     void* zeros = fusion_buffer_.get(static_cast<size_t>(n) * dtype_size(dtype));
     std::memset(zeros, 0, static_cast<size_t>(n) * dtype_size(dtype));
-    return backend->allreduce(zeros, zeros, n, dtype, backend_op(response.reduce_op));
+    return scaled_by_backend ? backend->allreduce_scaled(zeros, zeros, n, dtype, op, result_factor(response))
+                             : backend->allreduce(zeros, zeros, n, dtype, op);
   }
   const void* input = entry->input.data;
   void* output = entry->output.data;
@@ -202,17 +208,25 @@ Status Executor::allreduce_one(const Response& response, TensorEntry* entry, Bac
     CHORUS_RETURN_IF_ERROR(scale(input, output, n, dtype, response.prescale));
     input = output;
   }
-  CHORUS_RETURN_IF_ERROR(backend->allreduce(input, output, n, dtype, backend_op(response.reduce_op)));
-  CHORUS_RETURN_IF_ERROR(finish_reduction(response, output, output, n));
+  if (scaled_by_backend) {
+    CHORUS_RETURN_IF_ERROR(backend->allreduce_scaled(input, output, n, dtype, op, result_factor(response)));
+  } else {
+    CHORUS_RETURN_IF_ERROR(backend->allreduce(input, output, n, dtype, op));
+    CHORUS_RETURN_IF_ERROR(finish_reduction(response, output, output, n));
+  }
   if (timeline_->enabled()) timeline_->span(response.name, "ALLREDUCE", start, Clock::now());
   return Status::OK();
 }
 
+double Executor::result_factor(const Response& response) const {
+  const bool average = response.reduce_op == ReduceOp::kAverage;
+  return average && is_floating_point(response.dtype) ? response.postscale / topology_.size : response.postscale;
+}
+
 Status Executor::finish_reduction(const Response& response, const void* from, void* to, int64_t count) {
   const DataType dtype = response.dtype;
-  double factor = response.postscale;
   const bool average = response.reduce_op == ReduceOp::kAverage;
-  if (average && is_floating_point(dtype)) factor /= topology_.size;
+  const double factor = result_factor(response);
   if (factor != 1.0) return scale(from, to, count, dtype, factor);
   if (from != to && count > 0) std::memcpy(to, from, static_cast<size_t>(count) * dtype_size(dtype));
   if (average && !is_floating_point(dtype)) return divide(to, count, dtype, topology_.size);

@@ -41,6 +41,9 @@ class Executor {
   Status reducescatter(const ExecutionUnit& unit, Entries& entries, Backend* backend);
   // Applies postscale (and the division of kAverage) while copying `count`
   // elements from `from` to `to` (which may be equal).
+  // What the reduced sum is multiplied by: the postscale, divided by the
+  // number of ranks for a floating-point average.
+  double result_factor(const Response& response) const;
   Status finish_reduction(const Response& response, const void* from, void* to, int64_t count);
   void span(const Entries& entries, const ExecutionUnit& unit, const char* activity,
             Clock::time_point start, const std::string& args = "");

@@ -21,16 +21,24 @@ bool HierarchicalSelection::use_hierarchical(int64_t bytes, DataType dtype, Redu
 HierarchicalBackend::HierarchicalBackend(std::unique_ptr<Backend> fallback,
                                          std::unique_ptr<HierarchicalAllreduce> hierarchical,
                                          const HierarchicalSelection& selection)
-    : fallback_(std::move(fallback)), hierarchical_(std::move(hierarchical)), selection_(selection) {}
+    : ForwardingBackend(std::move(fallback)), hierarchical_(std::move(hierarchical)), selection_(selection) {}
 
-Status HierarchicalBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
+bool HierarchicalBackend::takes(int64_t count, DataType dtype, ReduceOp op) const {
   // Invalid dtypes, ops and counts go to MPI, whose checks name them.
   const bool valid = static_cast<int>(dtype) < kNumDataTypes && dtype != DataType::kBool && count >= 0 &&
                      op != ReduceOp::kAverage;
-  if (valid && selection_.use_hierarchical(count * static_cast<int64_t>(dtype_size(dtype)), dtype, op)) {
-    return hierarchical_->allreduce(input, output, count, dtype, op);
-  }
-  return fallback_->allreduce(input, output, count, dtype, op);
+  return valid && selection_.use_hierarchical(count * static_cast<int64_t>(dtype_size(dtype)), dtype, op);
+}
+
+Status HierarchicalBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
+  if (takes(count, dtype, op)) return hierarchical_->allreduce(input, output, count, dtype, op);
+  return fallback().allreduce(input, output, count, dtype, op);
+}
+
+Status HierarchicalBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype,
+                                             ReduceOp op, double factor) {
+  if (takes(count, dtype, op)) return Backend::allreduce_scaled(input, output, count, dtype, op, factor);
+  return fallback().allreduce_scaled(input, output, count, dtype, op, factor);
 }
 
 Status make_hierarchical_backend(const HierarchicalSelection& selection, const Topology& topology, MPI_Comm comm,

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config.h"
-#include "ops/backend.h"
+#include "ops/forwarding_backend.h"
 #include "ops/shm/hierarchical_allreduce.h"
 #include "topology.h"
 
@@ -33,38 +33,21 @@ struct HierarchicalSelection {
   bool use_hierarchical(int64_t bytes, DataType dtype, ReduceOp op) const;
 };
 
-class HierarchicalBackend : public Backend {
+class HierarchicalBackend : public ForwardingBackend {
  public:
   HierarchicalBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<HierarchicalAllreduce> hierarchical,
                       const HierarchicalSelection& selection);
 
   const char* name() const override { return "hierarchical"; }
-  bool supports(const Device& device) const override { return fallback_->supports(device); }
-
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
-  Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
-                    DataType dtype) override {
-    return fallback_->allgatherv(input, output, counts, dtype);
-  }
-  Status broadcast(void* buffer, int64_t bytes, int root) override {
-    return fallback_->broadcast(buffer, bytes, root);
-  }
-  Status exchange_counts(const std::vector<int64_t>& send_counts,
-                         std::vector<int64_t>* recv_counts) override {
-    return fallback_->exchange_counts(send_counts, recv_counts);
-  }
-  Status alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
-                   const std::vector<int64_t>& recv_counts, DataType dtype) override {
-    return fallback_->alltoallv(input, send_counts, output, recv_counts, dtype);
-  }
-  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
-                       DataType dtype, ReduceOp op) override {
-    return fallback_->reducescatter(input, output, recv_counts, dtype, op);
-  }
-  Status barrier() override { return fallback_->barrier(); }
+  // The hierarchical path scales afterwards (Backend's default); the others
+  // go to the wrapped backend's own allreduce_scaled.
+  Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                          double factor) override;
 
  private:
-  std::unique_ptr<Backend> fallback_;
+  bool takes(int64_t count, DataType dtype, ReduceOp op) const;
+
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;
   HierarchicalSelection selection_;
 };

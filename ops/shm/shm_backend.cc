@@ -1,18 +1,33 @@
 #include "ops/shm/shm_backend.h"
 
+#include "ops/kernels/scale.h"
+
 namespace chorus {
 
 ShmBackend::ShmBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
                        const ShmAllreduceSelection& selection)
-    : fallback_(std::move(fallback)), group_(std::move(group)), shm_(group_.get(), chunk_bytes), selection_(selection) {}
+    : ForwardingBackend(std::move(fallback)),
+      group_(std::move(group)),
+      shm_(group_.get(), chunk_bytes),
+      selection_(selection) {}
 
-Status ShmBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
+bool ShmBackend::takes(int64_t count, DataType dtype, ReduceOp op) const {
   // Invalid dtypes and counts go to MPI, whose checks name them.
   const bool valid = static_cast<int>(dtype) < kNumDataTypes && dtype != DataType::kBool && count >= 0;
-  if (valid && selection_.use_shm(count * static_cast<int64_t>(dtype_size(dtype)), dtype, op)) {
-    return shm_.allreduce(input, output, count, dtype, op);
-  }
-  return fallback_->allreduce(input, output, count, dtype, op);
+  return valid && selection_.use_shm(count * static_cast<int64_t>(dtype_size(dtype)), dtype, op);
+}
+
+Status ShmBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
+  if (takes(count, dtype, op)) return shm_.allreduce(input, output, count, dtype, op);
+  return fallback().allreduce(input, output, count, dtype, op);
+}
+
+Status ShmBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                                    double factor) {
+  if (!takes(count, dtype, op)) return fallback().allreduce_scaled(input, output, count, dtype, op, factor);
+  if (factor == 1.0) return shm_.allreduce(input, output, count, dtype, op);
+  return shm_.allreduce(input, output, count, dtype, op,
+                        [&](void* share, int64_t elements) { return scale(share, share, elements, dtype, factor); });
 }
 
 }  // namespace chorus

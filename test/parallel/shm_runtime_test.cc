@@ -1,7 +1,7 @@
 // The shared-memory allreduce through the public API: CHORUS_SHM_ALLREDUCE=on
 // with many concurrent tensors of every dtype and reduce op (fused into
-// shared buffers, sizes that split unevenly among the ranks) against the
-// independent reference; float16 sums that show the float32 accumulation of
+// shared buffers, and alone; sizes that split unevenly among the ranks;
+// postscale factors) against the independent reference; float16 sums that show the float32 accumulation of
 // the shared-memory path (so the test knows that path ran); and in auto mode
 // with a small threshold, small tensors that go to MPI alone and to shared
 // memory when fused must give the same bits with fusion on and off. Also
@@ -39,8 +39,12 @@ struct Pending {
   return init_chorus();
 }
 
-TEST(ShmRuntime, ManyConcurrentFusedTensorsOfEveryDtypeAndOp) {
-  ASSERT_TRUE(init_with({{"CHORUS_SHM_ALLREDUCE", "on"}}));
+// Every dtype and op, sizes that split unevenly, floating-point tensors
+// with a postscale too; `fusion_threshold` "0" runs each tensor alone,
+// where the shared-memory path scales each rank's share as it reduces it
+// (fused tensors are scaled as they leave the fusion buffer).
+void check_every_dtype_and_op(const char* fusion_threshold) {
+  ASSERT_TRUE(init_with({{"CHORUS_SHM_ALLREDUCE", "on"}, {"CHORUS_FUSION_THRESHOLD", fusion_threshold}}));
   std::deque<Pending> pending;
   int index = 0;
   for (int round = 0; round < 2; ++round) {
@@ -58,6 +62,10 @@ TEST(ShmRuntime, ManyConcurrentFusedTensorsOfEveryDtypeAndOp) {
           p.expected = reference_reduce(inputs, op);
           AllreduceOptions options;
           options.op = op;
+          if (chorus::is_floating_point(dtype) && round == 1) {
+            options.postscale_factor = 0.5;  // exact in every floating-point dtype
+            for (double& value : p.expected) value *= 0.5;
+          }
           p.handle = submit([&] { return chorus::allreduce_async(p.name, p.data.tensor(), options); });
         }
       }
@@ -75,6 +83,10 @@ TEST(ShmRuntime, ManyConcurrentFusedTensorsOfEveryDtypeAndOp) {
   }
   shutdown_chorus();
 }
+
+TEST(ShmRuntime, ManyConcurrentFusedTensorsOfEveryDtypeAndOp) { check_every_dtype_and_op("67108864"); }
+
+TEST(ShmRuntime, EveryDtypeAndOpAloneScaledAsTheSharesAreReduced) { check_every_dtype_and_op("0"); }
 
 // float16 sums of full-precision values: the shared-memory path adds in
 // float32 over all ranks and rounds once (on 3+ ranks MPI would round after
