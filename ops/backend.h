@@ -12,6 +12,14 @@
 
 namespace chorus {
 
+// One tensor of a fused allreduce that stays where it is: `count` elements
+// read from `input`, the result written to `output` (may equal input).
+struct AllreducePiece {
+  const void* input;
+  void* output;
+  int64_t count;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -30,6 +38,17 @@ class Backend {
   // collective, all ranks call it with the same arguments (and factor).
   virtual Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype,
                                   ReduceOp op, double factor);
+  // Fusion without a staging buffer. An algorithm that copies its input into
+  // memory of its own anyway (shared memory) can gather a fused message
+  // straight from the tensors and scatter the result back, saving the
+  // executor's copies into and out of its fusion buffer. Whether this
+  // backend does so for a fused message of `count` elements (the same answer
+  // on every rank); the default: no, the executor packs the pieces.
+  virtual bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const;
+  // allreduce_scaled() of the concatenation of `pieces`, each piece's result
+  // in its own output; only where fuses_in_place() said yes.
+  virtual Status allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                                  double factor);
   // Concatenates rank r's counts[r] elements of `input` into `output`, in
   // rank order.
   virtual Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,

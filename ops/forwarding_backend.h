@@ -23,6 +23,13 @@ class ForwardingBackend : public Backend {
                           double factor) override {
     return fallback_->allreduce_scaled(input, output, count, dtype, op, factor);
   }
+  bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const override {
+    return fallback_->fuses_in_place(count, dtype, op);
+  }
+  Status allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                          double factor) override {
+    return fallback_->allreduce_pieces(pieces, dtype, op, factor);
+  }
   Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
                     DataType dtype) override {
     return fallback_->allgatherv(input, output, counts, dtype);

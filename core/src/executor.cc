@@ -152,6 +152,12 @@ Status Executor::allreduce(const ExecutionUnit& unit, Entries& entries, Backend*
   const DataType dtype = first.dtype;
   int64_t total = 0;
   for (const Response& response : unit) total += response.elements;
+  // Every rank decides alike (same unit, same backend state), a joined one
+  // too: it must scale the shares it owns like the others do.
+  if (is_floating_point(dtype) && first.prescale == 1.0 &&
+      backend->fuses_in_place(total, dtype, backend_op(first.reduce_op))) {
+    return allreduce_in_place(unit, entries, backend);
+  }
   void* buffer = fusion_buffer_.get(static_cast<size_t>(total) * dtype_size(dtype));
 
   auto start = Clock::now();
@@ -184,6 +190,37 @@ Status Executor::allreduce(const ExecutionUnit& unit, Entries& entries, Backend*
     offset += unit[i].elements;
   }
   span(entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);
+  return Status::OK();
+}
+
+Status Executor::allreduce_in_place(const ExecutionUnit& unit, Entries& entries, Backend* backend) {
+  const Response& first = unit.front();
+  const DataType dtype = first.dtype;
+  // A joined rank's missing tensors contribute zeros, reduced into the same
+  // zeros and dropped.
+  int64_t missing = 0;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    if (!entries[i]) missing += unit[i].elements;
+  }
+  char* zeros = nullptr;
+  if (missing > 0) {
+    zeros = static_cast<char*>(fusion_buffer_.get(static_cast<size_t>(missing) * dtype_size(dtype)));
+    std::memset(zeros, 0, static_cast<size_t>(missing) * dtype_size(dtype));
+  }
+  pieces_.clear();
+  for (size_t i = 0; i < unit.size(); ++i) {
+    const int64_t n = unit[i].elements;
+    if (entries[i]) {
+      pieces_.push_back({entries[i]->input.data, entries[i]->output.data, n});
+    } else {
+      pieces_.push_back({zeros, zeros, n});
+      zeros += static_cast<size_t>(n) * dtype_size(dtype);
+    }
+  }
+  const auto start = Clock::now();
+  CHORUS_RETURN_IF_ERROR(
+      backend->allreduce_pieces(pieces_, dtype, backend_op(first.reduce_op), result_factor(first)));
+  span(entries, unit, "ALLREDUCE", start, "\"fused_tensors\": " + std::to_string(unit.size()));
   return Status::OK();
 }
 

@@ -36,6 +36,9 @@ class Executor {
   using Entries = std::vector<std::optional<TensorEntry>>;
   Status allreduce(const ExecutionUnit& unit, Entries& entries, Backend* backend);
   Status allreduce_one(const Response& response, TensorEntry* entry, Backend* backend);
+  // A fused allreduce the backend reduces where the tensors lie
+  // (Backend::fuses_in_place): no copies through the fusion buffer.
+  Status allreduce_in_place(const ExecutionUnit& unit, Entries& entries, Backend* backend);
   Status allgather(const Response& response, TensorEntry& entry, Backend* backend);
   Status alltoall(TensorEntry& entry, Backend* backend);
   Status reducescatter(const ExecutionUnit& unit, Entries& entries, Backend* backend);
@@ -57,8 +60,9 @@ class Executor {
   Tensor output_for(TensorEntry& entry, size_t index, const Shape& shape, bool scratch_if_failed);
 
   FusionBuffer fusion_buffer_;
-  FusionBuffer scratch_;          // where a failed allocation's data goes
-  std::vector<Status> own_errors_;  // per entry of the current unit
+  FusionBuffer scratch_;                // where a failed allocation's data goes
+  std::vector<AllreducePiece> pieces_;  // allreduce_in_place()'s, reused
+  std::vector<Status> own_errors_;      // per entry of the current unit
 };
 
 // Allocates `shape` x `dtype` for an entry's output, through its allocator

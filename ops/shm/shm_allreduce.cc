@@ -13,6 +13,42 @@ namespace {
 constexpr int kStages = 3;
 constexpr int64_t kLineBytes = 64;  // shares of a chunk are cut at cache lines
 
+// The pieces of a message as one run of bytes: visits the parts of a byte
+// range of the message that lie in one piece each.
+class PieceRuns {
+ public:
+  PieceRuns(const std::vector<AllreducePiece>& pieces, int64_t element_bytes) : pieces_(pieces) {
+    starts_.reserve(pieces.size() + 1);
+    int64_t at = 0;
+    for (const AllreducePiece& piece : pieces) {
+      starts_.push_back(at);
+      at += piece.count * element_bytes;
+    }
+    starts_.push_back(at);
+  }
+  int64_t bytes() const { return starts_.back(); }
+
+  // Calls visit(input, output, bytes, offset) for each part of the `bytes`
+  // bytes at message offset `begin`; offset counts from `begin`.
+  template <typename Visit>
+  Status each(int64_t begin, int64_t bytes, Visit&& visit) const {
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end() - 1, begin) - starts_.begin()) - 1;
+    for (int64_t done = 0; done < bytes; ++i) {
+      const int64_t offset = begin + done - starts_[i];
+      const int64_t n = std::min(bytes - done, starts_[i + 1] - starts_[i] - offset);
+      if (n <= 0) continue;  // an empty piece
+      CHORUS_RETURN_IF_ERROR(visit(static_cast<const char*>(pieces_[i].input) + offset,
+                                   static_cast<char*>(pieces_[i].output) + offset, n, done));
+      done += n;
+    }
+    return Status::OK();
+  }
+
+ private:
+  const std::vector<AllreducePiece>& pieces_;
+  std::vector<int64_t> starts_;  // byte offset of each piece, then the total
+};
+
 }  // namespace
 
 size_t ShmAllreduce::data_bytes(int ranks, int64_t chunk_bytes) {
@@ -36,8 +72,7 @@ char* ShmAllreduce::slot(uint64_t sequence, int rank) const {
   return group_->data() + index * static_cast<size_t>(chunk_bytes_);
 }
 
-Status ShmAllreduce::check(const void* input, const void* output, int64_t count, DataType dtype,
-                           ReduceOp op) const {
+Status ShmAllreduce::check(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op) const {
   CHORUS_RETURN_IF_ERROR(broken_);
   if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax && op != ReduceOp::kProduct) {
     return Status::InvalidArgument(std::string("shared-memory allreduce: reduce op must be sum, min, max or "
@@ -49,27 +84,36 @@ Status ShmAllreduce::check(const void* input, const void* output, int64_t count,
                                    std::string(static_cast<int>(dtype) >= kNumDataTypes ? "an invalid dtype"
                                                                                        : dtype_name(dtype)));
   }
-  if (count < 0) return Status::InvalidArgument("shared-memory allreduce: negative count " + std::to_string(count));
-  if (count > 0 && (input == nullptr || output == nullptr)) {
-    return Status::InvalidArgument("shared-memory allreduce: null buffer with " + std::to_string(count) +
-                                   " elements");
+  for (const AllreducePiece& piece : pieces) {
+    if (piece.count < 0) {
+      return Status::InvalidArgument("shared-memory allreduce: negative count " + std::to_string(piece.count));
+    }
+    if (piece.count > 0 && (piece.input == nullptr || piece.output == nullptr)) {
+      return Status::InvalidArgument("shared-memory allreduce: null buffer with " + std::to_string(piece.count) +
+                                     " elements");
+    }
   }
   return Status::OK();
 }
 
 Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                                const ShareStep& after_reduce) {
-  CHORUS_RETURN_IF_ERROR(check(input, output, count, dtype, op));
+  return allreduce({AllreducePiece{input, output, count}}, dtype, op, after_reduce);
+}
+
+Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                               const ShareStep& after_reduce) {
+  CHORUS_RETURN_IF_ERROR(check(pieces, dtype, op));
+  const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
+  const PieceRuns message(pieces, esize);
+  const int64_t count = message.bytes() / esize;
   if (count == 0) return Status::OK();
   const int ranks = group_->size();
   const int me = group_->rank();
   ShmSignals& signals = group_->signals();
-  const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
   const int64_t chunk_elements = chunk_bytes_ / esize;
   const int64_t chunks = (count + chunk_elements - 1) / chunk_elements;
   const int64_t line_elements = kLineBytes / esize;
-  const auto* in = static_cast<const char*>(input);
-  auto* out = static_cast<char*>(output);
   const uint64_t first = signals.mine(ShmSignals::kReduced);  // chunks this rank has completed
 
   // Chunk `chunk` starts at element chunk * chunk_elements; share r of it is
@@ -87,11 +131,15 @@ Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, D
   };
   auto copy_in = [&](int64_t chunk) {
     const uint64_t seq = first + static_cast<uint64_t>(chunk);
-    const char* from = in + chunk * chunk_elements * esize;
+    char* mine = slot(seq, me);
     for (int r = 0; r < ranks; ++r) {
       if (r == me) continue;
       const Share share = share_of(chunk, r);
-      std::memcpy(slot(seq, me) + share.offset, from + share.offset, static_cast<size_t>(share.bytes));
+      (void)message.each(chunk * chunk_elements * esize + share.offset, share.bytes,
+                         [&](const char* from, char*, int64_t bytes, int64_t offset) {
+                           std::memcpy(mine + share.offset + offset, from, static_cast<size_t>(bytes));
+                           return Status::OK();
+                         });
     }
     signals.post(ShmSignals::kArrived, seq + 1);
     chunk_copied_in(chunk);
@@ -106,12 +154,16 @@ Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, D
     const uint64_t seq = first + static_cast<uint64_t>(chunk);
     const Share share = share_of(chunk, me);
     if (share.bytes == 0) return Status::OK();
-    const int64_t at = chunk * chunk_elements * esize + share.offset;
-    for (int r = 0; r < ranks; ++r) sources[r] = r == me ? in + at : slot(seq, r) + share.offset;
-    CHORUS_RETURN_IF_ERROR(reduce_ranks_in_order(out + at, sources, ranks, share.bytes / esize, dtype, op));
-    if (after_reduce) CHORUS_RETURN_IF_ERROR(after_reduce(out + at, share.bytes / esize));
-    std::memcpy(slot(seq, me) + share.offset, out + at, static_cast<size_t>(share.bytes));
-    return Status::OK();
+    return message.each(chunk * chunk_elements * esize + share.offset, share.bytes,
+                        [&](const char* in, char* out, int64_t bytes, int64_t offset) {
+                          for (int r = 0; r < ranks; ++r) {
+                            sources[r] = r == me ? in : slot(seq, r) + share.offset + offset;
+                          }
+                          CHORUS_RETURN_IF_ERROR(reduce_ranks_in_order(out, sources, ranks, bytes / esize, dtype, op));
+                          if (after_reduce) CHORUS_RETURN_IF_ERROR(after_reduce(out, bytes / esize));
+                          std::memcpy(slot(seq, me) + share.offset + offset, out, static_cast<size_t>(bytes));
+                          return Status::OK();
+                        });
   };
 
   std::vector<const void*> sources(static_cast<size_t>(ranks));
@@ -127,11 +179,15 @@ Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, D
     if (chunk + 1 < chunks) copy_in(chunk + 1);
     status = signals.wait_all(ShmSignals::kReduced, seq + 1, describe("reduce", chunk));
     if (!status.ok()) break;
-    char* to = out + chunk * chunk_elements * esize;
     for (int r = 0; r < ranks; ++r) {
       if (r == me) continue;
       const Share share = share_of(chunk, r);
-      std::memcpy(to + share.offset, slot(seq, r) + share.offset, static_cast<size_t>(share.bytes));
+      const char* theirs = slot(seq, r);
+      (void)message.each(chunk * chunk_elements * esize + share.offset, share.bytes,
+                         [&](const char*, char* to, int64_t bytes, int64_t offset) {
+                           std::memcpy(to, theirs + share.offset + offset, static_cast<size_t>(bytes));
+                           return Status::OK();
+                         });
     }
   }
   if (!status.ok()) {

@@ -18,6 +18,10 @@
 // k, so copying overlaps waiting. Chunks are cache-sized: slots stay in cache
 // and the input and output go to memory about once each.
 //
+// A fused message is reduced where its tensors lie (the pieces): the copy in
+// gathers from them and the copy out scatters to them, as the one-tensor case
+// reads its input and writes its output, so no staging buffer is needed.
+//
 // Why every write lands where it is cheap: a rank writes only its own slot
 // and its own output. Reducing into a slot line that peers have just read
 // costs a cross-core invalidation per line, which made the reduce step ~3x
@@ -46,9 +50,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "chorus/status.h"
 #include "chorus/types.h"
+#include "ops/backend.h"
 #include "ops/shm/shm_group.h"
 
 namespace chorus {
@@ -76,6 +82,11 @@ class ShmAllreduce {
   // rank; input may equal output. op: kSum, kMin, kMax or kProduct.
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                    const ShareStep& after_reduce = nullptr);
+  // The same for the concatenation of `pieces` (a fused message), read from
+  // and written to the pieces themselves. The share step runs on each part
+  // of a share that lies in one piece.
+  Status allreduce(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                   const ShareStep& after_reduce = nullptr);
 
  protected:
   // Called after this rank has copied in and announced chunk `chunk` of the
@@ -84,7 +95,7 @@ class ShmAllreduce {
 
  private:
   char* slot(uint64_t sequence, int rank) const;
-  Status check(const void* input, const void* output, int64_t count, DataType dtype, ReduceOp op) const;
+  Status check(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op) const;
 
   ShmGroup* group_;
   int64_t chunk_bytes_;

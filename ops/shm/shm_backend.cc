@@ -22,6 +22,13 @@ Status ShmBackend::allreduce(const void* input, void* output, int64_t count, Dat
   return fallback().allreduce(input, output, count, dtype, op);
 }
 
+Status ShmBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                                    double factor) {
+  if (factor == 1.0) return shm_.allreduce(pieces, dtype, op);
+  return shm_.allreduce(pieces, dtype, op,
+                        [&](void* share, int64_t elements) { return scale(share, share, elements, dtype, factor); });
+}
+
 Status ShmBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                                     double factor) {
   if (!takes(count, dtype, op)) return fallback().allreduce_scaled(input, output, count, dtype, op, factor);

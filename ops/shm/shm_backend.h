@@ -26,6 +26,11 @@ class ShmBackend : public ForwardingBackend {
   Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                           double factor) override;
 
+  // Fused messages the shared-memory path takes are gathered from and
+  // scattered to the tensors directly (see ShmAllreduce).
+  bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const override { return takes(count, dtype, op); }
+  Status allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                          double factor) override;
   const ShmAllreduceSelection& selection() const { return selection_; }
   // The autotuner's algorithm choice: the auto-mode threshold from which
   // allreduces take shared memory (INT64_MAX: MPI only, except the

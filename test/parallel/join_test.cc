@@ -27,7 +27,8 @@ struct Case {
 };
 
 // Sum and Average for every numeric dtype; Min, Max and Product for two, where
-// the zeros of a joined rank visibly change the result.
+// the zeros of a joined rank visibly change the result; float32 Sum and
+// Average twice, so some fused units hold several tensors.
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (DataType dtype : numeric_dtypes()) {
@@ -37,6 +38,9 @@ std::vector<Case> cases() {
   for (DataType dtype : {DataType::kFloat32, DataType::kInt32}) {
     for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) out.push_back({dtype, op});
   }
+  // Fused units of several tensors with zeros from a joined rank.
+  out.push_back({DataType::kFloat32, ReduceOp::kAverage});
+  out.push_back({DataType::kFloat32, ReduceOp::kSum});
   return out;
 }
 
@@ -71,7 +75,7 @@ class Join : public ChorusSuite {
         }
         Step& step = steps.emplace_back();
         step.name = "join" + std::to_string(round) + ".step" + std::to_string(s) + "." +
-                    chorus::dtype_name(k.dtype) + "." + chorus::reduce_op_name(k.op);
+                    chorus::dtype_name(k.dtype) + "." + chorus::reduce_op_name(k.op) + "." + std::to_string(c);
         step.data = inputs[rank()];
         step.expected = reference_reduce(inputs, k.op, 1.0, 1.0, size());
         AllreduceOptions options;

@@ -246,6 +246,54 @@ TEST_F(ShmAllreduceTest, ManyConsecutiveCallsStayInStep) {
   }
 }
 
+// A fused message reduced where its tensors lie: pieces of uneven sizes
+// (empty ones too), in place and not, whose boundaries fall anywhere in the
+// chunks and shares. Each piece must hold its slice of the reference of the
+// concatenation, and the share step must see every element exactly once.
+TEST_F(ShmAllreduceTest, PiecesOfAFusedMessageMatchTheirSlicesOfTheReference) {
+  const std::vector<int64_t> sizes = {5, 0, 1, 64, 0, 33, 1000, 7, 129, 2, 0};
+  int64_t total = 0;
+  for (int64_t n : sizes) total += n;
+  uint64_t seed = 9000;
+  for (int group : {0, 1, 2}) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16, DataType::kInt32}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+        const size_t esize = dtype_size(dtype);
+        const Bytes whole = make_input(dtype, op, rank_, ++seed, total);
+        std::vector<Bytes> inputs, outputs;
+        std::vector<AllreducePiece> pieces;
+        int64_t at = 0;
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          inputs.emplace_back(whole.begin() + at * esize, whole.begin() + (at + sizes[i]) * esize);
+          outputs.emplace_back(inputs.back().size(), 0xa5);
+          at += sizes[i];
+        }
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          const bool in_place = i % 2 == 1;
+          pieces.push_back({inputs[i].data(), in_place ? inputs[i].data() : outputs[i].data(), sizes[i]});
+        }
+        int64_t stepped = 0;
+        const Status status = algorithms_[group]->allreduce(
+            pieces, dtype, op, [&](void*, int64_t elements) { stepped += elements; return Status::OK(); });
+        ASSERT_TRUE(status.ok()) << status.to_string();
+        const Bytes expected = reference(dtype, op, size_, seed, total);
+        at = 0;
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          const Bytes& result = i % 2 == 1 ? inputs[i] : outputs[i];
+          const Bytes slice(expected.begin() + at * esize, expected.begin() + (at + sizes[i]) * esize);
+          EXPECT_TRUE(same_bits(result, slice, esize))
+              << "piece " << i << " of " << dtype_name(dtype) << " " << reduce_op_name(op) << " chunk "
+              << kChunks[group];
+          at += sizes[i];
+        }
+        int64_t all_stepped = 0;
+        MPI_Allreduce(&stepped, &all_stepped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        EXPECT_EQ(all_stepped, total) << "the share step must visit every element once, on one rank";
+      }
+    }
+  }
+}
+
 // The executor picks the path by message size, so a tensor may go through
 // MPI alone and through shared memory when fused: both must give the same
 // bits wherever both round the same way (everything but float16/bfloat16
