@@ -1,13 +1,17 @@
 #include "ops/communication.h"
 
+#include <chrono>
 #include <cstdio>
 
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/mpi/mpi_cycle_trigger.h"
+#include "logging.h"
 #include "ops/shm/host_backend.h"
 #include "ops/shm/shm_backend.h"
+#include "ops/shm/shm_controller_transport.h"
+#include "ops/shm/shm_group.h"
 
 namespace chorus {
 
@@ -25,8 +29,30 @@ Status Communication::create(const Config& config, std::unique_ptr<Communication
       std::make_unique<MpiBackend>(comm->mpi_->data_comm(), &comm->mpi_->types()), &host));
   comm->shm_ = dynamic_cast<ShmBackend*>(host.get());
   comm->backends_.add(std::move(host));
+  // Where the allreduces take shared memory (every rank alike), so does the
+  // negotiation's bit vector.
+  if (comm->shm_ != nullptr) comm->negotiate_through_shm(config);
   *out = std::move(comm);
   return Status::OK();
+}
+
+void Communication::negotiate_through_shm(const Config& config) {
+  // The controller's vector: three sections of one bit per cache slot, a
+  // flags word and the autotuner's words (controller.h; 8 leaves room for
+  // its 4); longer ones, which this does not expect, would go through MPI.
+  const size_t slot_words = static_cast<size_t>((config.cache_capacity + 63) / 64);
+  const size_t max_words = 3 * slot_words + 1 + 8;
+  // As long as the shared-memory allreduce's own waits: ranks enter a
+  // negotiation together (the cycle trigger starts it on every rank).
+  constexpr std::chrono::milliseconds kPeerTimeout{300'000};
+  std::unique_ptr<ShmGroup> group;
+  const size_t bytes = ShmControllerTransport::data_bytes(topology_.size, max_words);
+  const Status status = ShmGroup::create(mpi_->control_comm(), bytes, kPeerTimeout, &group);
+  if (!status.ok()) {  // the same outcome on every rank (ShmGroup::create)
+    if (topology_.rank == 0) CHORUS_LOG(kWarning, "negotiating over MPI: " << status.message());
+    return;
+  }
+  transport_ = std::make_unique<ShmControllerTransport>(std::move(transport_), std::move(group), max_words);
 }
 
 void Communication::set_shm_allreduce_threshold(int64_t bytes) {

@@ -40,6 +40,8 @@ class Communication {
 
  private:
   Communication() = default;
+  // Wraps the MPI negotiation transport in the shared-memory one.
+  void negotiate_through_shm(const Config& config);
   // Declared first so it is destroyed last: it may finalize MPI.
   std::unique_ptr<MpiContext> mpi_;
   Topology topology_;
