@@ -30,7 +30,7 @@ Status ShmControllerTransport::allreduce_or(std::vector<uint64_t>* bits) {
   ShmSignals& signals = group_->signals();
   const uint64_t call = signals.mine(ShmSignals::kArrived);  // calls this rank has made
   const size_t words = bits->size();
-  std::memcpy(slot(call, group_->rank()), bits->data(), words * sizeof(uint64_t));
+  if (words > 0) std::memcpy(slot(call, group_->rank()), bits->data(), words * sizeof(uint64_t));
   signals.post(ShmSignals::kArrived, call + 1);
   CHORUS_RETURN_IF_ERROR(signals.wait_all(ShmSignals::kArrived, call + 1, [words] {
     return "OR the negotiation bit vectors (" + std::to_string(words) + " words)";
