@@ -40,8 +40,17 @@ void Communication::negotiate_through_shm(const Config& config) {
   // The controller's vector: three sections of one bit per cache slot, a
   // flags word and the autotuner's words (controller.h; 8 leaves room for
   // its 4); longer ones, which this does not expect, would go through MPI.
-  const size_t slot_words = static_cast<size_t>((config.cache_capacity + 63) / 64);
-  const size_t max_words = 3 * slot_words + 1 + 8;
+  // Every rank must lay the slots out alike, and init() compares the ranks'
+  // cache capacities only through this transport (a rank whose environment
+  // was invalid even runs with the default): so size it for the largest.
+  const uint64_t slot_words = static_cast<uint64_t>((config.cache_capacity + 63) / 64);
+  uint64_t largest_words = 3 * slot_words + 1 + 8;
+  const int rc = MPI_Allreduce(MPI_IN_PLACE, &largest_words, 1, MPI_UINT64_T, MPI_MAX, mpi_->control_comm());
+  if (rc != MPI_SUCCESS) {
+    CHORUS_LOG(kWarning, "negotiating over MPI: MPI_Allreduce of its size failed with error " << rc);
+    return;
+  }
+  const size_t max_words = static_cast<size_t>(largest_words);
   // As long as the shared-memory allreduce's own waits: ranks enter a
   // negotiation together (the cycle trigger starts it on every rank).
   constexpr std::chrono::milliseconds kPeerTimeout{300'000};

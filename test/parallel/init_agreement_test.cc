@@ -63,6 +63,30 @@ TEST(InitAgreement, FusionThresholdDifferentFromRankZeroFailsInitOnEveryRank) {
   shutdown_chorus();
 }
 
+// The settings are compared through the negotiation's transport, which on
+// one host is a shared segment laid out by cache capacity: 1088 and the
+// default 1024 give segments of the same size but different layouts, and the
+// odd rank's objection must still reach every rank.
+TEST(InitAgreement, CacheCapacityDifferentFromRankZeroFailsInitOnEveryRankOnSharedMemory) {
+  const int odd = world_size() - 1;
+  chorus::Status status;
+  {
+    ScopedEnv env({{"CHORUS_SHM_ALLREDUCE", "on"}, {"CHORUS_CACHE_CAPACITY", world_rank() == odd ? "1088" : nullptr}});
+    status = thrown_by([] { chorus::init(); });
+  }
+  ASSERT_FALSE(status.ok()) << "init() succeeded on rank " << world_rank();
+  if (world_rank() == odd) {
+    EXPECT_EQ(status.code(), chorus::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("must be the same on every rank"));
+    EXPECT_THAT(status.message(), HasSubstr("1088"));
+  } else {
+    EXPECT_EQ(status.code(), chorus::StatusCode::kAborted);
+    EXPECT_THAT(status.message(), HasSubstr("different from rank 0 on rank(s) [" + std::to_string(odd) + "]"));
+  }
+  ASSERT_TRUE(init_chorus());
+  shutdown_chorus();
+}
+
 TEST(InitAgreement, UnwritableTimelineOnRankZeroFailsInitOnEveryRank) {
   chorus::Status status;
   {
