@@ -1,10 +1,33 @@
 #include "ops/backend.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "ops/kernels/scale.h"
 
 namespace chorus {
+
+bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_bytes) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end) in bytes
+  ranges.reserve(2 * pieces.size());
+  for (const AllreducePiece& piece : pieces) {
+    if (piece.count <= 0) continue;
+    const uintptr_t bytes = static_cast<uintptr_t>(piece.count) * element_bytes;
+    const auto output = reinterpret_cast<uintptr_t>(piece.output);
+    const auto input = reinterpret_cast<uintptr_t>(piece.input);
+    ranges.emplace_back(output, output + bytes);
+    if (input != output) ranges.emplace_back(input, input + bytes);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  uintptr_t end = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (i > 0 && ranges[i].first < end) return true;
+    end = std::max(end, ranges[i].second);
+  }
+  return false;
+}
 
 Status Backend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                                  double factor) {

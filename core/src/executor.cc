@@ -196,31 +196,54 @@ Status Executor::allreduce(const ExecutionUnit& unit, Entries& entries, Backend*
 Status Executor::allreduce_in_place(const ExecutionUnit& unit, Entries& entries, Backend* backend) {
   const Response& first = unit.front();
   const DataType dtype = first.dtype;
-  // A joined rank's missing tensors contribute zeros, reduced into the same
-  // zeros and dropped.
+  const size_t element_bytes = dtype_size(dtype);
+  int64_t total = 0;
   int64_t missing = 0;
-  for (size_t i = 0; i < unit.size(); ++i) {
-    if (!entries[i]) missing += unit[i].elements;
-  }
-  char* zeros = nullptr;
-  if (missing > 0) {
-    zeros = static_cast<char*>(fusion_buffer_.get(static_cast<size_t>(missing) * dtype_size(dtype)));
-    std::memset(zeros, 0, static_cast<size_t>(missing) * dtype_size(dtype));
-  }
   pieces_.clear();
   for (size_t i = 0; i < unit.size(); ++i) {
     const int64_t n = unit[i].elements;
+    total += n;
     if (entries[i]) {
       pieces_.push_back({entries[i]->input.data, entries[i]->output.data, n});
     } else {
-      pieces_.push_back({zeros, zeros, n});
-      zeros += static_cast<size_t>(n) * dtype_size(dtype);
+      missing += n;
+      pieces_.push_back({nullptr, nullptr, n});
     }
   }
+  // Members sharing memory (one tensor twice in a group, overlapping views)
+  // would be read after the backend wrote another's result there: they are
+  // staged in the fusion buffer, which goes to the backend as one piece (the
+  // same message, so the ranks still agree on the collective).
+  const bool staged = pieces_overlap(pieces_, element_bytes);
+  // A joined rank's missing tensors contribute zeros, reduced into the same
+  // zeros and dropped.
+  const int64_t buffered = staged ? total : missing;
+  char* buffer = buffered > 0 ? static_cast<char*>(fusion_buffer_.get(static_cast<size_t>(buffered) * element_bytes))
+                              : nullptr;
+  char* slot = buffer;
+  for (AllreducePiece& piece : pieces_) {
+    const size_t bytes = static_cast<size_t>(piece.count) * element_bytes;
+    if (!staged && piece.input != nullptr) continue;
+    if (piece.input != nullptr) {
+      std::memcpy(slot, piece.input, bytes);
+    } else if (bytes > 0) {
+      std::memset(slot, 0, bytes);
+    }
+    if (!staged) piece = {slot, slot, piece.count};
+    slot += bytes;
+  }
+  if (staged) pieces_.assign(1, AllreducePiece{buffer, buffer, total});
   const auto start = Clock::now();
   CHORUS_RETURN_IF_ERROR(
       backend->allreduce_pieces(pieces_, dtype, backend_op(first.reduce_op), result_factor(first)));
   span(entries, unit, "ALLREDUCE", start, "\"fused_tensors\": " + std::to_string(unit.size()));
+  if (!staged) return Status::OK();
+  slot = buffer;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(unit[i].elements) * element_bytes;
+    if (entries[i] && bytes > 0) std::memcpy(entries[i]->output.data, slot, bytes);
+    slot += bytes;
+  }
   return Status::OK();
 }
 

@@ -213,6 +213,44 @@ TEST_F(Collectives, EdgeShapesZeroOneAndOddElementCounts) {
   check_all(pending);
 }
 
+// Members of one grouped allreduce that share memory (the same tensor twice,
+// overlapping views of one buffer) give what separate copies would: every
+// input is read before any result is written. 400 KB members take the
+// shared-memory path, which otherwise reduces a fused message in the tensors
+// themselves.
+TEST_F(Collectives, GroupedAllreduceOfMembersSharingMemory) {
+  const int64_t n = 100000;
+  auto original = [](int r, size_t i) { return static_cast<float>(3 * (r + 1) + static_cast<int>(i % 7)); };
+  std::vector<float> memory(static_cast<size_t>(n + n / 2));
+  const chorus::Tensor first(memory.data(), DataType::kFloat32, {n});
+  const chorus::Tensor shifted(memory.data() + n / 2, DataType::kFloat32, {n});
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  struct Case {
+    std::string name;
+    std::vector<chorus::Tensor> members;
+    size_t reduced_end;  // elements [0, reduced_end) are reduced, the rest untouched
+  };
+  const std::vector<Case> cases = {{"shared.same_tensor_twice", {first, first}, static_cast<size_t>(n)},
+                                   {"shared.overlapping_views", {first, shifted}, memory.size()}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (size_t i = 0; i < memory.size(); ++i) memory[i] = original(rank(), i);
+    Handle handle = submit([&] { return chorus::grouped_allreduce_async(c.name, c.members, c.members, sum); });
+    EXPECT_DONE(handle);
+    size_t wrong = 0, first_wrong = 0;
+    for (size_t i = 0; i < memory.size(); ++i) {
+      float expected = original(rank(), i);
+      if (i < c.reduced_end) {
+        expected = 0;
+        for (int r = 0; r < size(); ++r) expected += original(r, i);
+      }
+      if (memory[i] != expected && wrong++ == 0) first_wrong = i;
+    }
+    EXPECT_EQ(wrong, 0u) << "first wrong element " << first_wrong << ": " << memory[first_wrong];
+  }
+}
+
 TEST_F(Collectives, AsyncHandleStaysPendingUntilEveryRankSubmits) {
   const auto inputs = make_inputs(DataType::kFloat32, {6}, size(), 0, kSeed + 5);
   Buffer mine = inputs[rank()];
