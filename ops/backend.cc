@@ -17,8 +17,8 @@ bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_by
     const uintptr_t bytes = static_cast<uintptr_t>(piece.count) * element_bytes;
     const auto output = reinterpret_cast<uintptr_t>(piece.output);
     const auto input = reinterpret_cast<uintptr_t>(piece.input);
-    ranges.emplace_back(output, output + bytes);
-    if (input != output) ranges.emplace_back(input, input + bytes);
+    if (output != 0) ranges.emplace_back(output, output + bytes);
+    if (input != 0 && input != output) ranges.emplace_back(input, input + bytes);
   }
   std::sort(ranges.begin(), ranges.end());
   uintptr_t end = 0;

@@ -21,7 +21,8 @@ struct AllreducePiece {
 };
 
 // Whether any two pieces share memory (a piece whose input is its output
-// counts once): a backend that writes one piece's result before it has read
+// counts once; null pointers, placeholders for memory yet to be given, are
+// skipped): a backend that writes one piece's result before it has read
 // every input would then read a result instead of an input.
 bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_bytes);
 
