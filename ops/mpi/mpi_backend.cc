@@ -1,7 +1,10 @@
 #include "ops/mpi/mpi_backend.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
+
+#include "ops/kernels/scale.h"
 
 namespace chorus {
 namespace {
@@ -122,6 +125,32 @@ Status MpiBackend::allreduce(const void* input, void* output, int64_t count, Dat
     const void* send = in_place ? MPI_IN_PLACE : byte_offset(input, offset, element_size);
     CHORUS_RETURN_IF_ERROR(mpi_status(
         "MPI_Allreduce", MPI_Allreduce(send, byte_offset(output, offset, element_size), n, type, mpi_op, comm_)));
+  }
+  return Status::OK();
+}
+
+bool MpiBackend::fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const {
+  (void)count;
+  (void)dtype;
+  (void)op;
+  return size_ == 1;
+}
+
+Status MpiBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                                    double factor) {
+  if (size_ != 1) return Backend::allreduce_pieces(pieces, dtype, op, factor);
+  CHORUS_RETURN_IF_ERROR(check_reduction("allreduce", dtype, op));
+  const size_t element_size = dtype_size(dtype);
+  for (const AllreducePiece& piece : pieces) {
+    if (piece.count < 0) return Status::InvalidArgument("allreduce: negative count " + std::to_string(piece.count));
+    if (piece.count == 0) continue;
+    if (piece.input == nullptr) return null_buffer("allreduce", "input", piece.count);
+    if (piece.output == nullptr) return null_buffer("allreduce", "output", piece.count);
+    if (factor != 1.0) {
+      CHORUS_RETURN_IF_ERROR(scale(piece.input, piece.output, piece.count, dtype, factor));
+    } else if (piece.input != piece.output) {
+      std::memmove(piece.output, piece.input, static_cast<size_t>(piece.count) * element_size);
+    }
   }
   return Status::OK();
 }

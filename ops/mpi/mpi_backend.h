@@ -38,6 +38,12 @@ class MpiBackend : public Backend {
   bool supports(const Device& device) const override { return device.kind == Device::Kind::kCPU; }
 
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
+  // A job of one rank: the allreduce of a fused message is each piece's
+  // input times the factor, so the executor need not copy it into its fusion
+  // buffer and back (two passes over every gradient of a step).
+  bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const override;
+  Status allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                          double factor) override;
   Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
                     DataType dtype) override;
   Status broadcast(void* buffer, int64_t bytes, int root) override;
@@ -64,10 +70,12 @@ class MpiBackend : public Backend {
   int64_t count_limit_;
   int rank_ = 0;
   int size_ = 0;
+  // A failure of the constructor's MPI calls, reported by every collective.
   Status init_status_;
   // Floating-point sums and products on 3+ ranks, so that fused and unfused
-  // tensors get bit-identical results (see ordered_reduction.h).
-  std::optional<OrderedReduction> ordered_;  // set once rank and size are known  // a failure of the constructor's MPI calls, reported by every collective
+  // tensors get bit-identical results (see ordered_reduction.h); set once
+  // rank and size are known.
+  std::optional<OrderedReduction> ordered_;
 };
 
 }  // namespace chorus

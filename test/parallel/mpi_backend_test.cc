@@ -361,5 +361,31 @@ TEST_F(MpiBackendTest, ReducescatterEveryDtypeOpAndCount) {
   }
 }
 
+// A job of one rank reduces a fused message where it lies: each piece's
+// result is its input times the factor. MPI_COMM_SELF stands for such a job
+// on every rank; the world's backend (2+ ranks) leaves fusion to the executor.
+TEST_F(MpiBackendTest, SingleRankJobAllreducesFusedPiecesWhereTheyLie) {
+  EXPECT_EQ(backend_->fuses_in_place(1000, DataType::kFloat32, ReduceOp::kSum), size_ == 1);
+  MpiBackend self(MPI_COMM_SELF, &types_);
+  ASSERT_TRUE(self.fuses_in_place(1000, DataType::kFloat32, ReduceOp::kSum));
+  for (double factor : {1.0, 0.25}) {
+    std::vector<float> in_place = {1, -2, 3};
+    const std::vector<float> source = {10, 20, 30, 40, 50};
+    std::vector<float> target(source.size(), -1.0f);
+    std::vector<AllreducePiece> pieces = {{in_place.data(), in_place.data(), 3},
+                                          {source.data(), target.data(), 5},
+                                          {nullptr, nullptr, 0}};
+    const Status s = self.allreduce_pieces(pieces, DataType::kFloat32, ReduceOp::kSum, factor);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    const auto f = static_cast<float>(factor);  // 1 and 1/4 scale exactly
+    EXPECT_EQ(in_place, (std::vector<float>{1 * f, -2 * f, 3 * f})) << "factor " << factor;
+    EXPECT_EQ(target, (std::vector<float>{10 * f, 20 * f, 30 * f, 40 * f, 50 * f})) << "factor " << factor;
+    EXPECT_EQ(source, (std::vector<float>{10, 20, 30, 40, 50})) << "the input of an out-of-place piece is read only";
+  }
+  std::vector<float> data(4, 1.0f);
+  const Status missing = self.allreduce_pieces({{data.data(), nullptr, 4}}, DataType::kFloat32, ReduceOp::kSum, 1.0);
+  EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument) << missing.to_string();
+}
+
 }  // namespace
 }  // namespace chorus
