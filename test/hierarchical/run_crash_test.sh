@@ -19,12 +19,36 @@ fail() { echo "hierarchical crash test FAILED (victim $victim, step $step): $*";
 netns_hosts_up
 output=$netns_work/output
 deadline=60
-start=$SECONDS
-NETNS_DEADLINE=$deadline netns_mpirun 2,2 -- "$probe" "$victim" "$step" >"$output" 2>&1
-status=$?
-elapsed=$((SECONDS - start))
-cat "$output"
-echo "mpirun exited with status $status after ${elapsed} s"
+run_job() {
+  start=$SECONDS
+  NETNS_DEADLINE=$deadline netns_mpirun 2,2 -- "$probe" "$victim" "$step" >"$output" 2>&1
+  status=$?
+  elapsed=$((SECONDS - start))
+  cat "$output"
+  echo "mpirun exited with status $status after ${elapsed} s"
+}
+# Open MPI 4.1's mpirun itself sometimes segfaults in its PMIx server while
+# it forwards a rank's help message as the job falls apart (a backtrace
+# through pmix_server_log_fn, seen once so far, in a full suite run).
+# That is the launcher's crash, not an outcome of Chorus: run the job once
+# more, from scratch, and judge that run. Nothing else is retried.
+mpirun_crashed() {
+  grep -q "Process received signal" "$output" && grep -q "pmix_server_log" "$output"
+}
+run_job
+if mpirun_crashed; then
+  echo "mpirun itself crashed (Open MPI's PMIx server, backtrace above): running the job once more"
+  for i in $(seq 50); do
+    [[ -z $(netns_pids | tr -d ' ') ]] && break
+    kill -9 $(netns_pids) 2>/dev/null
+    sleep 0.1
+  done
+  # What the crashed launcher's ranks may have left is not judged.
+  for pid in $(sed -n 's/^HIER_CRASH_CREATOR pid=\([0-9]*\)$/\1/p' "$output"); do
+    rm -f /dev/shm/chorus-shm."$pid".*
+  done
+  run_job
+fi
 ((elapsed < deadline - 5)) || fail "the job did not end within $((deadline - 5)) s (survivors hung)"
 [[ $status -ne 0 ]] || fail "mpirun exited 0 although rank $victim was killed"
 grep -q "FAILED" "$output" && fail "a rank reported a wrong outcome (see above)"
