@@ -1,10 +1,7 @@
 #include "ops/mpi/mpi_backend.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
-
-#include "ops/kernels/scale.h"
 
 namespace chorus {
 namespace {
@@ -139,18 +136,9 @@ bool MpiBackend::fuses_in_place(int64_t count, DataType dtype, ReduceOp op) cons
 Status MpiBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
                                     double factor) {
   if (size_ != 1) return Backend::allreduce_pieces(pieces, dtype, op, factor);
-  CHORUS_RETURN_IF_ERROR(check_reduction("allreduce", dtype, op));
-  const size_t element_size = dtype_size(dtype);
+  // On one rank each piece is its own allreduce: no staging, same checks.
   for (const AllreducePiece& piece : pieces) {
-    if (piece.count < 0) return Status::InvalidArgument("allreduce: negative count " + std::to_string(piece.count));
-    if (piece.count == 0) continue;
-    if (piece.input == nullptr) return null_buffer("allreduce", "input", piece.count);
-    if (piece.output == nullptr) return null_buffer("allreduce", "output", piece.count);
-    if (factor != 1.0) {
-      CHORUS_RETURN_IF_ERROR(scale(piece.input, piece.output, piece.count, dtype, factor));
-    } else if (piece.input != piece.output) {
-      std::memmove(piece.output, piece.input, static_cast<size_t>(piece.count) * element_size);
-    }
+    CHORUS_RETURN_IF_ERROR(allreduce_scaled(piece.input, piece.output, piece.count, dtype, op, factor));
   }
   return Status::OK();
 }
