@@ -32,6 +32,7 @@ std::string random_token() {
 int launch(const launcher::LaunchOptions& options) {
   launcher::SystemFacts facts;
   facts.cores = launcher::online_cores();
+  facts.cpus_restricted = launcher::cpus_restricted();
   facts.is_root = geteuid() == 0;
   facts.is_local_host = launcher::is_local_host;
   facts.is_regular_file = launcher::is_executable_file;

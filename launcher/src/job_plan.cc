@@ -126,6 +126,16 @@ JobPlan plan_job(const LaunchOptions& options, const Environment& env, const Sys
   for (const Host& host : plan.hosts) {
     plan.all_hosts_local = plan.all_hosts_local && system.is_local_host && system.is_local_host(host.name);
   }
+  // Bound to a core of its own, a rank's threads keep their caches and are
+  // not moved around by the scheduler: on 2 cores the reference MLP trained
+  // 1.12x faster at np=2 (chorusrun --bind-to core vs none, median of 4
+  // alternating rounds). Each rank gets an equal share of the CPUs, so
+  // intra-op threads still find cores of their own. Remote hosts' CPUs are
+  // unknown here, and a restricted chorusrun would be overridden by mpirun.
+  if (options.bind_to == "auto" && plan.launcher == "mpirun" && plan.all_hosts_local && plan.hosts.size() == 1 &&
+      plan.np <= system.cores && !system.cpus_restricted) {
+    plan.cpus_per_rank = system.cores / plan.np;
+  }
   plan.tag_output = options.tag_output.value_or(plan.np > 1);
 
   // A missing program is only certain on this machine; remote hosts may

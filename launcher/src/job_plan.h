@@ -18,6 +18,7 @@ namespace chorus::launcher {
 
 struct SystemFacts {
   int cores = 1;
+  bool cpus_restricted = false;  // chorusrun may not use every core (taskset, cpuset)
   bool is_root = false;
   std::function<bool(const std::string& host)> is_local_host;
   std::function<bool(const std::string& path)> is_regular_file;
@@ -37,6 +38,9 @@ struct JobPlan {
   std::string host_source;  // "-H", "hostfile F", "Slurm job 42", "localhost"
   bool all_hosts_local = true;
   bool oversubscribed = false;  // localhost with more ranks than cores
+  // --bind-to auto on this machine alone with no more ranks than cores: the
+  // CPUs each rank is bound to (its own share); 0 leaves ranks unbound.
+  int cpus_per_rank = 0;
   std::string launcher;         // "mpirun" or "srun"
   std::vector<ForwardedVariable> variables;
   bool tag_output = false;

@@ -28,7 +28,7 @@ po::options_description make_description() {
       ("network-interface", po::value<std::string>(), "interfaces or subnets MPI's TCP traffic may use: eth0 or 10.0.0.0/24 (comma-separated)")
       ("mpi-args", po::value<std::string>(), "extra arguments for mpirun (or srun), as one quoted string")
       ("report-address", po::value<std::string>(), "address of this machine that every host can reach (default: found from the route to the hosts)")
-      ("bind-to", po::value<std::string>(), "mpirun process binding: none (default), core or socket")
+      ("bind-to", po::value<std::string>(), "mpirun process binding: auto (default: on one machine with no more ranks than cores, each rank gets its own equal share of the cores; else none), none, core or socket")
       ("start-timeout", po::value<std::string>(), "seconds for every rank to reach chorus::init() (default: no limit)")
       ("tag-output", po::bool_switch(), "prefix each output line with its rank (default when -np > 1)")
       ("no-tag-output", po::bool_switch(), "do not prefix output lines")
@@ -217,8 +217,9 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& raw_args) {
   }
   if (values.count("bind-to")) {
     options.bind_to = text("bind-to");
-    if (options.bind_to != "none" && options.bind_to != "core" && options.bind_to != "socket") {
-      throw UsageError("--bind-to='" + options.bind_to + "' is invalid: expected none, core or socket");
+    if (options.bind_to != "auto" && options.bind_to != "none" && options.bind_to != "core" &&
+        options.bind_to != "socket") {
+      throw UsageError("--bind-to='" + options.bind_to + "' is invalid: expected auto, none, core or socket");
     }
   }
   if (values.count("start-timeout")) options.start_timeout_seconds = parse_seconds(text("start-timeout"), "--start-timeout");

@@ -21,7 +21,7 @@ struct LaunchOptions {
   std::string network_interface;
   std::vector<std::string> mpi_args;  // --mpi-args, split into words
   std::string report_address;
-  std::string bind_to = "none";
+  std::string bind_to = "auto";  // auto, none, core or socket
   double start_timeout_seconds = 0.0;  // 0: no start timeout
   std::optional<bool> tag_output;
   bool dry_run = false;

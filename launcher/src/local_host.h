@@ -10,6 +10,9 @@
 namespace chorus::launcher {
 
 int online_cores();
+// True when this process may run on fewer CPUs than are online (taskset, a
+// cpuset): mpirun binds by the whole machine's CPUs and would ignore that.
+bool cpus_restricted();
 std::string this_host_name();
 // localhost, 127.x.x.x, this machine's host name (short or full), or a name
 // or address that resolves to one of this machine's interface addresses.

@@ -17,9 +17,14 @@ Command build_openmpi_command(const JobPlan& plan, const MpiImplementation& /*mp
   // Open MPI refuses root without being told; containers commonly run as root.
   if (is_root) argv.push_back("--allow-run-as-root");
   argv.insert(argv.end(), {"-np", std::to_string(plan.np), "-H", format_host_list(plan.hosts)});
-  // Ranks start their own threads (the Chorus background thread, intra-op
-  // pools): pinning each to one core by default would make them share it.
-  argv.insert(argv.end(), {"--bind-to", plan.options.bind_to, "--map-by", "slot"});
+  if (plan.cpus_per_rank > 0) {
+    // Logical CPUs, as chorusrun counted them: PE counts hardware threads.
+    argv.insert(argv.end(), {"--use-hwthread-cpus", "--bind-to", "hwthread", "--map-by",
+                             "slot:PE=" + std::to_string(plan.cpus_per_rank)});
+  } else {
+    const std::string& bind = plan.options.bind_to == "auto" ? "none" : plan.options.bind_to;
+    argv.insert(argv.end(), {"--bind-to", bind, "--map-by", "slot"});
+  }
   add_mca(&argv, "oob_tcp_keepalive_time", std::to_string(keepalive.time_s));
   add_mca(&argv, "oob_tcp_keepalive_intvl", std::to_string(keepalive.interval_s));
   add_mca(&argv, "oob_tcp_keepalive_probes", std::to_string(keepalive.probes));

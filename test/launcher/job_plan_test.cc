@@ -1,5 +1,7 @@
 #include "job_plan.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "error_of.h"
@@ -46,13 +48,43 @@ TEST(JobPlan, LocalhostWithOneSlotPerRank) {
   EXPECT_EQ(p.launcher, "mpirun");
 
   const Command c = build_openmpi_command(p, MpiImplementation{"Open MPI", "4.1.4"}, kWrapper, /*is_root=*/true);
-  EXPECT_EQ(c.argv, concat({{"mpirun", "--allow-run-as-root", "-np", "2", "-H", "localhost:2", "--bind-to", "none",
-                             "--map-by", "slot"},
+  EXPECT_EQ(p.cpus_per_rank, 1);
+  EXPECT_EQ(c.argv, concat({{"mpirun", "--allow-run-as-root", "-np", "2", "-H", "localhost:2", "--use-hwthread-cpus",
+                             "--bind-to", "hwthread", "--map-by", "slot:PE=1"},
                             kKeepalive,
                             {"-x", "PATH"},
                             kWrapperTail,
                             {"--tag", "--", "./train", "--lr", "0.1"}}));
   EXPECT_TRUE(c.environment.empty());
+}
+
+TEST(JobPlan, AutoBindingGivesEachRankAnEqualShareOfThisMachinesCpus) {
+  const MpiImplementation mpi{"Open MPI", "4.1.4"};
+  auto binding = [&](const JobPlan& p) {
+    const Strings argv = build_openmpi_command(p, mpi, kWrapper, false).argv;
+    const auto begin = argv.begin() + 5;  // after mpirun -np N -H hosts
+    return Strings(begin, std::find(begin, argv.end(), "--mca"));
+  };
+  EXPECT_EQ(binding(plan({"-np", "1", "./train"}, {}, /*cores=*/4)),
+            (Strings{"--use-hwthread-cpus", "--bind-to", "hwthread", "--map-by", "slot:PE=4"}));
+  // 8 CPUs among 3 ranks: 2 each, the rest left free.
+  EXPECT_EQ(binding(plan({"-np", "3", "./train"}, {}, 8)),
+            (Strings{"--use-hwthread-cpus", "--bind-to", "hwthread", "--map-by", "slot:PE=2"}));
+  EXPECT_EQ(binding(plan({"-np", "2", "-H", "localhost:4", "./train"}, {}, 2)),
+            (Strings{"--use-hwthread-cpus", "--bind-to", "hwthread", "--map-by", "slot:PE=1"}));
+  const Strings unbound = {"--bind-to", "none", "--map-by", "slot"};
+  EXPECT_EQ(binding(plan({"-np", "3", "./train"}, {}, 2)), unbound);  // oversubscribed
+  EXPECT_EQ(binding(plan({"-np", "2", "--bind-to", "none", "./train"}, {}, 4)), unbound);
+  EXPECT_EQ(binding(plan({"-H", "a:1,b:1", "./train"}, {}, 4)), unbound);  // other hosts' CPUs are unknown
+  EXPECT_EQ(binding(plan({"-H", "me:1,localhost:1", "./train"}, {}, 4)), unbound);
+  EXPECT_EQ(binding(plan({"-np", "2", "--bind-to", "core", "./train"}, {}, 4)),
+            (Strings{"--bind-to", "core", "--map-by", "slot"}));
+  // Under taskset or a cpuset, mpirun would bind to CPUs chorusrun may not use.
+  SystemFacts restricted = facts(4);
+  restricted.cpus_restricted = true;
+  const JobPlan p = plan_job(parse_launch_options({"-np", "2", "./train"}), Environment(std::map<std::string, std::string>{}), restricted);
+  EXPECT_EQ(p.cpus_per_rank, 0);
+  EXPECT_EQ(binding(p), unbound);
 }
 
 TEST(JobPlan, OversubscribesBeyondTheCoresAndSaysSoOnce) {

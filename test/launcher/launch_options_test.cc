@@ -78,7 +78,7 @@ TEST(LaunchOptions, BadFlagsNameWhatWasExpected) {
             "-H and --hostfile were both given: expected one of them");
   EXPECT_EQ(error_of([] { parse({"--launcher", "ssh", "p"}); }), "--launcher='ssh' is invalid: expected mpirun or srun");
   EXPECT_EQ(error_of([] { parse({"--bind-to", "numa", "p"}); }),
-            "--bind-to='numa' is invalid: expected none, core or socket");
+            "--bind-to='numa' is invalid: expected auto, none, core or socket");
   EXPECT_EQ(error_of([] { parse({"--start-timeout", "0", "p"}); }),
             "--start-timeout='0' is invalid: expected a number of seconds in (0, 86400]");
   EXPECT_EQ(error_of([] { parse({"--tag-output", "--no-tag-output", "p"}); }),
