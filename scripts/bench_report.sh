@@ -73,7 +73,7 @@ if [[ -n "$from" ]]; then
 fi
 
 # --- build ---------------------------------------------------------------
-targets=(chorus_bench chorus_train_bench)
+targets=(chorus_bench chorus_train_bench chorusrun)
 if [[ -z "$build_dir" ]]; then
   "$root/scripts/build.sh" "${targets[@]}"
   build_dir="$root/build"

@@ -103,7 +103,7 @@ def latency_idle(pieces, np):
     return out
 
 
-TRAINING_RATIOS = (("chorus", "ceiling"), ("chorus", "ddp"), ("ddp", "ceiling"))
+TRAINING_RATIOS = (("chorus", "ceiling"), ("chorus", "sync"), ("chorus", "ddp"), ("ddp", "ceiling"))
 
 
 def training_rows(doc, model):

@@ -96,6 +96,7 @@ def small_step_plot(steps, plot_dir, png_dir):
 
 
 TRAINING_SERIES = (("ceiling", "no communication (ceiling)", "linespoints lw 2 dt 2 pt 6 lc rgb 'black'"),
+                   ("sync", "barrier per step only (sync bound)", "linespoints lw 2 dt 3 pt 4 lc rgb 'gray40'"),
                    ("chorus", "Chorus", "linespoints lw 2 pt 7"),
                    ("ddp", "PyTorch DDP (gloo)", "linespoints lw 2 pt 9"))
 

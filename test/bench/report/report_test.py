@@ -204,17 +204,18 @@ class TrainingSection(GeneratorRun):
             self.assertEqual([r[0] for r in rows[1:]], ["1", "2", "4"])
             for row, res in zip(rows[1:], results):
                 med, best = res["median"], res["best"]
-                for cell, impl in zip(row[1:4], ("ceiling", "chorus", "ddp")):
+                for cell, impl in zip(row[1:5], ("ceiling", "sync", "chorus", "ddp")):
                     self.assertClose(cell, med[impl], f"{model} np={res['np']} {impl} median")
                     self.assertClose(cell.split("(")[1].rstrip(")"), best[impl], f"{model} np={res['np']} {impl} best")
-                for cell, (a, b) in zip(row[4:7], (("chorus", "ceiling"), ("chorus", "ddp"), ("ddp", "ceiling"))):
+                pairs = (("chorus", "ceiling"), ("chorus", "sync"), ("chorus", "ddp"), ("ddp", "ceiling"))
+                for cell, (a, b) in zip(row[5:9], pairs):
                     self.assertClose(cell, med[a] / med[b], f"{model} np={res['np']} {a} vs {b}")
-                self.assertEqual(row[7], "2")
-        # By hand: reference MLP at np=2: 30000 / 40000 and 30000 / 10000.
+                self.assertEqual(row[9], "2")
+        # By hand: reference MLP at np=2: 30000 / 40000, 30000 / 36000 and 30000 / 10000.
         ref = tables(text, headings["ref"])[0]
-        self.assertEqual(ref[2][4:6], ["0.750x", "3.00x"])
+        self.assertEqual(ref[2][5:8], ["0.750x", "0.833x", "3.00x"])
         data = read(os.path.join(self.run_dir, "plots", "training-25m.dat")).split("\n")[1:4]
-        self.assertEqual(data, ["1 300 290 280", "2 600 450 300", "4 600 400 240"])
+        self.assertEqual(data, ["1 300 270 290 280", "2 600 540 450 300", "4 600 540 400 240"])
 
 
 class Provenance(GeneratorRun):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Autotuning against hand-picked settings, measured in ONE run: each round
-# runs chorus_train_bench under mpirun -np 2 once per configuration (default,
+# runs chorus_train_bench under chorusrun -np 2 once per configuration (default,
 # autotune, then each hand-picked one), the order rotated by one every round
 # so that no configuration always runs at the same point of the machine's
 # load cycle; the summary gives every round's figure, medians, bests and
@@ -75,10 +75,12 @@ for e in "${envs[@]}"; do
 done
 
 if [[ -z "$bench" ]]; then
-  "$root/scripts/build.sh" chorus_train_bench
+  "$root/scripts/build.sh" chorus_train_bench chorusrun
   bench="$root/build/test/bench/chorus_train_bench"
 fi
 [[ -x "$bench" ]] || die "$bench was not built (or is not executable)"
+chorusrun="$(cd "$(dirname "$bench")/../.." && pwd)/launcher/chorusrun"
+[[ -x "$chorusrun" ]] || die "$chorusrun was not built (build the chorusrun target beside $bench)"
 [[ -n "$log_dir" ]] || log_dir=$(mktemp -d)
 mkdir -p "$log_dir" || die "cannot create $log_dir"
 
@@ -87,9 +89,6 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-mpi_extra=()
-# GNU nproc counts OMP_NUM_THREADS (set above) as the processor count.
-(($(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) < np)) && mpi_extra=(--oversubscribe --mca mpi_yield_when_idle 1)
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
@@ -109,8 +108,9 @@ for ((r = 1; r <= rounds; r++)); do
       forward+=(-x CHORUS_AUTOTUNE_LOG)
     fi
     echo "run_autotune_bench: round $r/$rounds: $name ${vars[*]:-}" >&2
-    out=$(env "${vars[@]}" mpirun -np "$np" "${mpi_extra[@]}" -x GLIBC_TUNABLES -x OMP_NUM_THREADS \
-      -x OPENBLAS_NUM_THREADS "${forward[@]}" --bind-to none "$bench" --mode chorus --layers "$layers" \
+    # As users run it: chorusrun's default binding and oversubscription.
+    out=$(env "${vars[@]}" "$chorusrun" -np "$np" -x GLIBC_TUNABLES -x OMP_NUM_THREADS \
+      -x OPENBLAS_NUM_THREADS "${forward[@]}" --no-tag-output "$bench" --mode chorus --layers "$layers" \
       --batch-size 64 --warmup-steps "$warmup" --steps "$steps") || die "$name (round $r) failed"
     python3 -c 'import json, sys; d = json.loads(sys.argv[3].strip().splitlines()[-1]); print(json.dumps({"name": sys.argv[1], "env": sys.argv[2], "samples_per_second": d["samples_per_second"]}))' \
       "$name" "${envs[i]}" "$out" >>"$results"

@@ -3,8 +3,12 @@
 # round by round (ceiling, Chorus, DDP, ceiling, ...), at each --np:
 #   ceiling  np independent single-process LibTorch trainings side by side,
 #            no communication (chorus_train_bench --mode local, np times)
-#   chorus   chorus_train_bench --mode chorus under mpirun -np N
-#            (DistributedOptimizer; at np=1 one rank through the runtime)
+#   sync     the ceiling's trainings as one job that only synchronises: no
+#            gradients exchanged, one MPI_Barrier per step, so every step
+#            lasts as long as the slowest rank's (chorus_train_bench --mode
+#            sync): the bound of any synchronous data-parallel training here
+#   chorus   chorus_train_bench --mode chorus under chorusrun -np N, as users
+#            run it (DistributedOptimizer; at np=1 one rank through the runtime)
 #   chorus_autotune  the same with CHORUS_AUTOTUNE=1 (only when asked for in
 #            --impls; each run's CHORUS_AUTOTUNE_LOG goes to --autotune-log-dir)
 #   ddp      PyTorch DistributedDataParallel, gloo backend (ddp_baseline.py,
@@ -14,11 +18,13 @@
 # process, same malloc tunables, batch 64 per rank, Adam, synthetic data.
 # Prints global samples/s (median and best of the rounds) and the ratios.
 #   test/bench/training/run_training_bench.sh [--rounds N] [--models ref,25m] [--np 2]
-#       [--impls ceiling,chorus,ddp] [--steps N] [--warmup-steps N] [--json FILE]
+#       [--impls ceiling,sync,chorus,ddp] [--steps N] [--warmup-steps N] [--json FILE]
 #       [--bench PATH] [--autotune-log-dir DIR]
-# Defaults: 3 rounds, both models, np=2, ceiling,chorus,ddp; steps per model:
-# ref 50 warm-up + 600 timed, 25m 3 + 25. --bench uses that chorus_train_bench
-# instead of building build/test/bench/chorus_train_bench.
+# Defaults: 3 rounds, both models, np=2, ceiling,sync,chorus,ddp; steps per
+# model: ref 50 warm-up + 600 timed, 25m 3 + 25. --bench uses that
+# chorus_train_bench (and the chorusrun of its build directory) instead of
+# building build/test/bench/chorus_train_bench and build/launcher/chorusrun.
+# sync and chorus get chorusrun's default process binding.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,14 +35,14 @@ positive() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "$1 must be a positive integer, 
 rounds=3
 models=ref,25m
 np_list=2
-impls=ceiling,chorus,ddp
+impls=ceiling,sync,chorus,ddp
 steps=""
 warmup=""
 json=""
 bench=""
 autotune_log_dir=""
 while (($#)); do
-  [[ "$1" == -h || "$1" == --help ]] && { sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0; }
+  [[ "$1" == -h || "$1" == --help ]] && { sed -n '2,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0; }
   (($# >= 2)) || die "$1 needs a value"
   case "$1" in
     --rounds) rounds="$2" ;;
@@ -59,12 +65,12 @@ IFS=',' read -ra nps <<<"$np_list"
 ((${#nps[@]})) || die "--np: expected a comma-separated list of rank counts like 1,2,4, got '$np_list'"
 for n in "${nps[@]}"; do positive "--np (in '$np_list')" "$n"; done
 IFS=',' read -ra impl_list <<<"$impls"
-((${#impl_list[@]})) || die "--impls: expected a list of ceiling, chorus, chorus_autotune, ddp, got '$impls'"
+((${#impl_list[@]})) || die "--impls: expected a list of ceiling, sync, chorus, chorus_autotune, ddp, got '$impls'"
 for i in "${impl_list[@]}"; do
   case "$i" in
-    ceiling | chorus | ddp) ;;
+    ceiling | sync | chorus | ddp) ;;
     chorus_autotune) [[ -n "$autotune_log_dir" ]] || autotune_log_dir=$(mktemp -d) ;;
-    *) die "--impls: unknown implementation '$i' (expected ceiling, chorus, chorus_autotune, ddp)" ;;
+    *) die "--impls: unknown implementation '$i' (expected ceiling, sync, chorus, chorus_autotune, ddp)" ;;
   esac
 done
 IFS=',' read -ra wanted <<<"$models"
@@ -84,18 +90,18 @@ if [[ " ${impl_list[*]} " == *" ddp "* ]]; then
   fi
 fi
 if [[ -z "$bench" ]]; then
-  "$root/scripts/build.sh" chorus_train_bench
+  "$root/scripts/build.sh" chorus_train_bench chorusrun
   bench="$root/build/test/bench/chorus_train_bench"
 fi
 [[ -x "$bench" ]] || die "$bench was not built (or is not executable)"
+chorusrun="$(cd "$(dirname "$bench")/../.." && pwd)/launcher/chorusrun"
+[[ -x "$chorusrun" ]] || die "$chorusrun was not built (build the chorusrun target beside $bench)"
 
 if [[ $(id -u) -eq 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-# GNU nproc counts OMP_NUM_THREADS (set above) as the processor count.
-cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 
 results=$(mktemp)
 scratch=$(mktemp -d)
@@ -130,13 +136,13 @@ d = [json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.argv[1:]]
 print(json.dumps({"parameters": d[0]["parameters"], "samples_per_second": sum(x["samples_per_second"] for x in d)}))' "${files[@]}"
 }
 
-run_chorus() {  # np env_assignments... -- bench args
-  local np="$1"; shift
-  local env_names=() mpi_args=(-np "$np" -x GLIBC_TUNABLES -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS --bind-to none)
-  while [[ "$1" != -- ]]; do env_names+=("$1"); mpi_args+=(-x "${1%%=*}"); shift; done
+run_job() {  # mode np env_assignments... -- bench args: one job through chorusrun
+  local mode="$1" np="$2"; shift 2
+  local env_names=() args=(-np "$np" -x GLIBC_TUNABLES -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS --no-tag-output)
+  while [[ "$1" != -- ]]; do env_names+=("$1"); args+=(-x "${1%%=*}"); shift; done
   shift
-  ((np > cores)) && mpi_args+=(--oversubscribe --mca mpi_yield_when_idle 1)
-  env "${env_names[@]}" mpirun "${mpi_args[@]}" "$bench" --mode chorus "$@" || die "chorus_train_bench at np=$np failed"
+  env "${env_names[@]}" "$chorusrun" "${args[@]}" "$bench" --mode "$mode" "$@" ||
+    die "chorus_train_bench --mode $mode at np=$np failed"
 }
 
 run_model() {
@@ -148,9 +154,10 @@ run_model() {
       for impl in "${impl_list[@]}"; do
         case "$impl" in
           ceiling) run_ceiling "$np" "${common[@]}" ;;
-          chorus) run_chorus "$np" -- "${common[@]}" ;;
+          sync) run_job sync "$np" -- "${common[@]}" ;;
+          chorus) run_job chorus "$np" -- "${common[@]}" ;;
           chorus_autotune)
-            run_chorus "$np" CHORUS_AUTOTUNE=1 \
+            run_job chorus "$np" CHORUS_AUTOTUNE=1 \
               "CHORUS_AUTOTUNE_LOG=$autotune_log_dir/autotune-$name-np$np-round$r.csv" -- "${common[@]}" ;;
           ddp) /usr/bin/python3 "$here/ddp_baseline.py" --np "$np" "${common[@]}" || die "ddp_baseline at np=$np failed" ;;
         esac | record "$name" "$layers" "$np" "$impl" "$r" "$s" "$w"

@@ -3,6 +3,10 @@
 //   --mode local   one process, no communication (two of them side by side
 //                  are the ceiling a data-parallel job cannot beat here)
 //   --mode chorus  under mpirun: DistributedOptimizer, gradients allreduced
+//   --mode sync    under mpirun: local training, no gradients exchanged, one
+//                  MPI_Barrier per step: the bound any synchronous
+//                  data-parallel step meets here, as every step then lasts
+//                  as long as the slowest rank's (without Chorus at all)
 // Prints one JSON line on rank 0: global samples per second over the timed
 // steps. The model, optimizer (Adam), batch and data match ddp_baseline.py.
 #include <chrono>
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include <boost/program_options.hpp>
+#include <mpi.h>
 #include <torch/torch.h>
 
 #include "chorus/torch.h"
@@ -59,7 +64,7 @@ int main(int argc, char** argv) {
   int64_t batch = 64, warmup = 0, steps = 0;
   po::options_description desc("chorus_train_bench options");
   desc.add_options()("help,h", "this help")(
-      "mode", po::value(&mode)->default_value("chorus"), "local | chorus")(
+      "mode", po::value(&mode)->default_value("chorus"), "local | chorus | sync")(
       "layers", po::value(&layers_text)->default_value("784-128-10"), "MLP widths")(
       "batch-size", po::value(&batch)->default_value(64), "samples per rank per step")(
       "warmup-steps", po::value(&warmup)->default_value(20), "untimed steps first")(
@@ -72,8 +77,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     po::notify(vm);
-    if (mode != "local" && mode != "chorus") {
-      throw std::invalid_argument("--mode must be 'local' or 'chorus', got '" + mode + "'");
+    if (mode != "local" && mode != "chorus" && mode != "sync") {
+      throw std::invalid_argument("--mode must be 'local', 'chorus' or 'sync', got '" + mode + "'");
     }
     if (batch <= 0 || warmup < 0 || steps <= 0) {
       throw std::invalid_argument("--batch-size and --steps must be > 0, --warmup-steps >= 0");
@@ -81,9 +86,17 @@ int main(int argc, char** argv) {
     const std::vector<int64_t> layers = parse_layers(layers_text);
     torch::set_num_threads(1);
     const bool distributed = mode == "chorus";
-    if (distributed) chorus::init();
-    const int rank = distributed ? chorus::rank() : 0;
-    const int size = distributed ? chorus::size() : 1;
+    const bool sync_only = mode == "sync";
+    int rank = 0, size = 1;
+    if (distributed) {
+      chorus::init();
+      rank = chorus::rank();
+      size = chorus::size();
+    } else if (sync_only) {
+      MPI_Init(&argc, &argv);
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      MPI_Comm_size(MPI_COMM_WORLD, &size);
+    }
 
     torch::manual_seed(1234);
     auto model = make_mlp(layers);
@@ -106,12 +119,15 @@ int main(int argc, char** argv) {
       auto loss = torch::nn::functional::cross_entropy(model->forward(inputs[b]), labels[b]);
       loss.backward();
       if (distributed_optimizer) distributed_optimizer->step(); else adam.step();
+      if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
     };
     for (int64_t s = 0; s < warmup; ++s) train_step(s);
     if (distributed) chorus::barrier();
+    if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
     const auto start = std::chrono::steady_clock::now();
     for (int64_t s = 0; s < steps; ++s) train_step(warmup + s);
     if (distributed) chorus::barrier();
+    if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     int64_t parameters = 0;
@@ -127,6 +143,7 @@ int main(int argc, char** argv) {
     }
     distributed_optimizer.reset();
     if (distributed) chorus::shutdown();
+    if (sync_only) MPI_Finalize();
   } catch (const std::exception& e) {
     std::cerr << "chorus_train_bench: error: " << e.what() << "\n";
     return 1;
