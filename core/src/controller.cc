@@ -25,6 +25,18 @@ bool test_bit(const std::vector<uint64_t>& bits, size_t words, Section section, 
   return (bits[section * words + slot / 64] >> (slot % 64)) & 1;
 }
 
+// Calls visit(slot) for each set bit of `section`, in ascending slot order
+// (the same on every rank), skipping empty words: the capacity is usually
+// far larger than the number of cached tensors.
+template <typename Visit>
+void for_each_set_bit(const std::vector<uint64_t>& bits, size_t words, Section section, Visit&& visit) {
+  for (size_t i = 0; i < words; ++i) {
+    for (uint64_t word = bits[section * words + i]; word != 0; word &= word - 1) {
+      visit(static_cast<uint32_t>(i * 64 + static_cast<size_t>(__builtin_ctzll(word))));
+    }
+  }
+}
+
 bool cacheable(Response::Type type) {
   switch (type) {
     case Response::Type::kAllreduce:
@@ -140,14 +152,12 @@ std::vector<uint64_t> Controller::build_bits(std::set<std::string>* to_send,
     force_slow_path = stall_shutdown_.has_value();
   }
 
-  std::vector<bool> hit(cache_.capacity(), false);
   for (const std::string& name : pending_order_) {
     const PendingRequest& p = pending_.at(name);
     if (p.sent_to_coordinator) continue;
     uint32_t slot = 0;
     switch (cache_.lookup(p.request, &slot)) {
       case ResponseCache::Lookup::kHit:
-        hit[slot] = true;
         set_bit(&bits, w, kReady, slot);
         break;
       case ResponseCache::Lookup::kChanged:
@@ -159,13 +169,18 @@ std::vector<uint64_t> Controller::build_bits(std::set<std::string>* to_send,
         break;
     }
   }
-  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!cache_.occupied(slot) || hit[slot]) continue;
+  // Every cached slot this rank has no hit for holds the others back.
+  const std::vector<uint64_t>& occupied = cache_.occupied_words();
+  for (size_t i = 0; i < w; ++i) bits[kNotReady * w + i] = occupied[i] & ~bits[kReady * w + i];
+  if (joined_) {
     // A joined rank contributes zeros to allreduces, so it never holds one
     // back; it does not mark them ready either, so they fire only when some
     // rank that has not joined asks for them.
-    if (joined_ && cache_.response(slot).type == Response::Type::kAllreduce) continue;
-    set_bit(&bits, w, kNotReady, slot);
+    std::vector<uint32_t> zeros_given;
+    for_each_set_bit(bits, w, kNotReady, [&](uint32_t slot) {
+      if (cache_.response(slot).type == Response::Type::kAllreduce) zeros_given.push_back(slot);
+    });
+    for (uint32_t slot : zeros_given) bits[kNotReady * w + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   }
   if (!to_send->empty() || !control_requests_.empty() || force_slow_path) {
     bits[kFlags * w] |= kFlagSlowPath;
@@ -176,8 +191,8 @@ std::vector<uint64_t> Controller::build_bits(std::set<std::string>* to_send,
 bool Controller::evict_invalid(const std::vector<uint64_t>& bits, std::set<std::string>* to_send) {
   const size_t w = words();
   bool evicted = false;
-  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!test_bit(bits, w, kInvalid, slot) || !cache_.occupied(slot)) continue;
+  for_each_set_bit(bits, w, kInvalid, [&](uint32_t slot) {
+    if (!cache_.occupied(slot)) return;
     const std::string name = cache_.response(slot).name;
     cache_.evict(slot);
     evicted = true;
@@ -185,7 +200,7 @@ bool Controller::evict_invalid(const std::vector<uint64_t>& bits, std::set<std::
     // ours must too, in this same slow path.
     auto it = pending_.find(name);
     if (it != pending_.end() && !it->second.sent_to_coordinator) to_send->insert(name);
-  }
+  });
   return evicted;
 }
 
@@ -193,18 +208,18 @@ void Controller::take_fast_path(const std::vector<uint64_t>& bits,
                                 std::vector<Response>* responses) {
   const size_t w = words();
   partial_cached_.clear();
-  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!cache_.occupied(slot) || !test_bit(bits, w, kReady, slot)) continue;
+  for_each_set_bit(bits, w, kReady, [&](uint32_t slot) {
+    if (!cache_.occupied(slot)) return;
     if (test_bit(bits, w, kNotReady, slot)) {
       partial_cached_.push_back(cache_.response(slot).name);
-      continue;
+      return;
     }
     const Response& response = cache_.response(slot);
     responses->push_back(response);
     cache_.touch(slot);
     ++stats_.cache_hits;
     pending_.erase(response.name);  // absent on a joined rank
-  }
+  });
 }
 
 Status Controller::run_slow_path(const std::set<std::string>& to_send,

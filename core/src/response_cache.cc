@@ -6,7 +6,8 @@
 
 namespace chorus {
 
-ResponseCache::ResponseCache(uint32_t capacity) : capacity_(capacity), slots_(capacity) {
+ResponseCache::ResponseCache(uint32_t capacity)
+    : capacity_(capacity), slots_(capacity), occupied_words_((static_cast<size_t>(capacity) + 63) / 64, 0) {
   free_slots_.reserve(capacity);
   for (uint32_t s = capacity; s > 0; --s) free_slots_.push_back(s - 1);
 }
@@ -41,6 +42,7 @@ std::optional<uint32_t> ResponseCache::put(const Response& response,
     free_slots_.pop_back();
     Entry& entry = slots_[slot];
     entry.occupied = true;
+    occupied_words_[slot / 64] |= uint64_t{1} << (slot % 64);
     lru_.push_front(slot);
     entry.lru_position = lru_.begin();
     by_name_[response.name] = slot;
@@ -74,6 +76,7 @@ void ResponseCache::evict(uint32_t slot) {
   lru_.erase(entry.lru_position);
   by_name_.erase(entry.response.name);
   entry = Entry{};
+  occupied_words_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
   // Keep free slots sorted descending so the lowest free slot is reused
   // first; the order only has to be the same on every rank.
   free_slots_.insert(std::upper_bound(free_slots_.begin(), free_slots_.end(), slot,

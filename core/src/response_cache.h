@@ -34,6 +34,9 @@ class ResponseCache {
   std::optional<uint32_t> put(const Response& response, const std::optional<Request>& local_request);
 
   bool occupied(uint32_t slot) const;
+  // Bit s of word s / 64 is set when slot s is occupied: the controller
+  // works on whole words instead of visiting every slot of the capacity.
+  const std::vector<uint64_t>& occupied_words() const { return occupied_words_; }
   const Response& response(uint32_t slot) const;
   // Marks a slot as most recently used.
   void touch(uint32_t slot);
@@ -50,6 +53,7 @@ class ResponseCache {
   };
   uint32_t capacity_;
   std::vector<Entry> slots_;
+  std::vector<uint64_t> occupied_words_;
   std::vector<uint32_t> free_slots_;  // kept sorted descending so slot 0 is used first
   std::list<uint32_t> lru_;           // front = most recently used
   std::unordered_map<std::string, uint32_t> by_name_;
