@@ -120,9 +120,9 @@ Handle submit(Runtime& rt, std::vector<TensorEntry> entries) {
 }
 
 Handle submit_one(Runtime& rt, TensorEntry entry) {
-  std::vector<TensorEntry> entries;
-  entries.push_back(std::move(entry));
-  return submit(rt, std::move(entries));
+  Handle handle(entry.handle);
+  throw_if_error(rt.enqueue(std::move(entry)));
+  return handle;
 }
 
 Request allreduce_request(const std::string& name, const Tensor& input, const AllreduceOptions& options,

@@ -1,5 +1,6 @@
 #include "tensor_queue.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace chorus {
@@ -12,38 +13,67 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
     for (const auto& entry : entries) {
       const std::string& name = entry.request.name;
       const bool repeated = entries.size() > 1 && !names.insert(name).second;
-      if (repeated || in_flight_.count(name)) {
-        return Status::InvalidArgument("A collective named '" + name +
-                                       "' is already in flight on rank " + std::to_string(rank_));
-      }
+      if (repeated || in_flight_.count(name)) return already_in_flight(name);
     }
-    new_count_.fetch_add(entries.size(), std::memory_order_release);
-    arrivals_.fetch_add(entries.size(), std::memory_order_relaxed);
-    for (auto& entry : entries) {
-      new_requests_.push_back(entry.request);
-      std::string name = entry.request.name;
-      in_flight_.emplace(std::move(name), std::move(entry));
-    }
+    for (auto& entry : entries) hold(std::move(entry));
   }
   wake_->notify();
   return Status::OK();
 }
 
+Status TensorQueue::add(TensorEntry entry) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!closed_.ok()) return closed_;
+    if (in_flight_.count(entry.request.name)) return already_in_flight(entry.request.name);
+    hold(std::move(entry));
+  }
+  wake_->notify();
+  return Status::OK();
+}
+
+Status TensorQueue::already_in_flight(const std::string& name) const {
+  return Status::InvalidArgument("A collective named '" + name + "' is already in flight on rank " +
+                                 std::to_string(rank_));
+}
+
+void TensorQueue::hold(TensorEntry entry) {
+  std::string name = entry.request.name;
+  Held& held = in_flight_.emplace(std::move(name), Held{std::move(entry), false}).first->second;
+  new_entries_.push_back(&held);
+  new_count_.fetch_add(1, std::memory_order_release);
+  arrivals_.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::vector<Request> TensorQueue::take_new_requests() {
-  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Request> out;
-  out.swap(new_requests_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  out.reserve(new_entries_.size());
+  for (Held* held : new_entries_) {
+    out.push_back(held->entry.request);
+    held->request_taken = true;
+  }
+  // clear() keeps the capacity: the next burst of adds does not regrow it.
+  new_entries_.clear();
   new_count_.store(0, std::memory_order_release);
   return out;
+}
+
+TensorEntry TensorQueue::remove(InFlight::iterator it) {
+  if (!it->second.request_taken) {
+    new_entries_.erase(std::find(new_entries_.begin(), new_entries_.end(), &it->second));
+    new_count_.store(new_entries_.size(), std::memory_order_release);
+  }
+  TensorEntry entry = std::move(it->second.entry);
+  in_flight_.erase(it);
+  return entry;
 }
 
 std::optional<TensorEntry> TensorQueue::take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = in_flight_.find(name);
   if (it == in_flight_.end()) return std::nullopt;
-  TensorEntry entry = std::move(it->second);
-  in_flight_.erase(it);
-  return entry;
+  return remove(it);
 }
 
 Status TensorQueue::closed_reason() const {
@@ -61,8 +91,7 @@ std::vector<std::optional<TensorEntry>> TensorQueue::take_all_of(const std::vect
       out.emplace_back();
       continue;
     }
-    out.emplace_back(std::move(it->second));
-    in_flight_.erase(it);
+    out.emplace_back(remove(it));
   }
   return out;
 }
@@ -73,9 +102,9 @@ std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
   closed_flag_.store(true, std::memory_order_release);
   std::vector<TensorEntry> out;
   out.reserve(in_flight_.size());
-  for (auto& item : in_flight_) out.push_back(std::move(item.second));
+  for (auto& item : in_flight_) out.push_back(std::move(item.second.entry));
   in_flight_.clear();
-  new_requests_.clear();
+  new_entries_.clear();
   new_count_.store(0, std::memory_order_release);
   return out;
 }

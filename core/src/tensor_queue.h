@@ -25,6 +25,8 @@ class TensorQueue {
   // Adds all entries or none: fails if a name is already in flight (or
   // repeated within `entries`), or once the queue is closed.
   Status add(std::vector<TensorEntry> entries);
+  // The same for one entry (most calls), without a vector of one.
+  Status add(TensorEntry entry);
   bool has_new() const { return new_count_.load(std::memory_order_acquire) > 0; }
   // How many tensors were ever added; lets the background thread see a
   // burst of enqueues still growing without taking the lock.
@@ -46,8 +48,25 @@ class TensorQueue {
   const int rank_;
   WakeSignal* wake_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, TensorEntry> in_flight_;
-  std::vector<Request> new_requests_;
+  struct Held {
+    TensorEntry entry;
+    bool request_taken = false;  // by take_new_requests()
+  };
+  using InFlight = std::unordered_map<std::string, Held>;
+  // Under the lock, with the name checked: the entry is in flight and new.
+  void hold(TensorEntry entry);
+  Status already_in_flight(const std::string& name) const;
+  // Removes a held entry; one whose request was not taken yet also leaves
+  // new_entries_ (rare: the executor only takes negotiated names).
+  TensorEntry remove(InFlight::iterator it);
+
+  InFlight in_flight_;
+  // The entries added since the last take_new_requests(), in add order.
+  // Their requests are copied out by the background thread, which also
+  // frees the copies: a framework thread's enqueue stays short, and memory
+  // is not allocated on one thread only to be freed on another. (Map nodes
+  // keep their address until removed.)
+  std::vector<Held*> new_entries_;
   Status closed_;  // ok while open
   std::atomic<size_t> new_count_{0};
   std::atomic<bool> closed_flag_{false};

@@ -114,6 +114,31 @@ TEST(TensorQueueTest, HasNewFlipsWithAddAndTakeNewRequests) {
   EXPECT_FALSE(queue.has_new());
 }
 
+TEST(TensorQueueTest, AnEntryTakenBeforeItsRequestIsNoLongerNew) {
+  WakeSignal wake;
+  TensorQueue queue(0, &wake);
+  ASSERT_TRUE(queue.add(entries({"a", "b"})).ok());
+  ASSERT_TRUE(queue.add(make_entry("c")).ok());
+  ASSERT_TRUE(queue.take("b").has_value());
+  ASSERT_EQ(queue.take_all_of({response("c")}).size(), 1u);
+  EXPECT_TRUE(queue.has_new());
+  EXPECT_EQ(names_of(queue.take_new_requests()), (std::vector<std::string>{"a"}));
+  EXPECT_FALSE(queue.has_new());
+  ASSERT_TRUE(queue.take("a").has_value());
+  EXPECT_TRUE(queue.take_new_requests().empty());
+  EXPECT_EQ(queue.arrivals(), 3u);
+}
+
+TEST(TensorQueueTest, OneEntryAddRefusesANameInFlight) {
+  WakeSignal wake;
+  TensorQueue queue(1, &wake);
+  ASSERT_TRUE(queue.add(make_entry("a")).ok());
+  const Status again = queue.add(make_entry("a"));
+  EXPECT_EQ(again.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(again.message(), in_flight_message("a", 1));
+  EXPECT_EQ(names_of(queue.take_new_requests()), (std::vector<std::string>{"a"}));
+}
+
 TEST(TensorQueueTest, TakeRemovesTheEntryWithItsHandle) {
   WakeSignal wake;
   TensorQueue queue(2, &wake);
