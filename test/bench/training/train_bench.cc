@@ -121,13 +121,16 @@ int main(int argc, char** argv) {
       if (distributed_optimizer) distributed_optimizer->step(); else adam.step();
       if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
     };
+    // All ranks start and stop the clock together.
+    auto meet = [&] {
+      if (distributed) chorus::barrier();
+      if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
+    };
     for (int64_t s = 0; s < warmup; ++s) train_step(s);
-    if (distributed) chorus::barrier();
-    if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
+    meet();
     const auto start = std::chrono::steady_clock::now();
     for (int64_t s = 0; s < steps; ++s) train_step(warmup + s);
-    if (distributed) chorus::barrier();
-    if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
+    meet();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     int64_t parameters = 0;
