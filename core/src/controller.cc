@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
+#include <unordered_map>
 
 namespace chorus {
 namespace {
@@ -17,12 +19,15 @@ namespace {
 enum Section : size_t { kNotReady = 0, kReady = 1, kInvalid = 2, kFlags = 3 };
 constexpr uint64_t kFlagSlowPath = 1;  // some rank has requests for the coordinator
 
+void set_slot(uint64_t* set, uint32_t slot) { set[slot / 64] |= uint64_t{1} << (slot % 64); }
+bool has_slot(const uint64_t* set, uint32_t slot) { return (set[slot / 64] >> (slot % 64)) & 1; }
+
 void set_bit(std::vector<uint64_t>* bits, size_t words, Section section, uint32_t slot) {
-  (*bits)[section * words + slot / 64] |= uint64_t{1} << (slot % 64);
+  set_slot(bits->data() + section * words, slot);
 }
 
 bool test_bit(const std::vector<uint64_t>& bits, size_t words, Section section, uint32_t slot) {
-  return (bits[section * words + slot / 64] >> (slot % 64)) & 1;
+  return has_slot(bits.data() + section * words, slot);
 }
 
 // Calls visit(slot) for each set bit of `section`, in ascending slot order
@@ -83,27 +88,27 @@ Status Controller::negotiate(std::vector<Request> new_requests, std::vector<Resp
                              Clock::time_point now) {
   responses->clear();
   ++stats_.cycles;
-  CHORUS_RETURN_IF_ERROR(accept(std::move(new_requests)));
+  accept(std::move(new_requests));
 
-  std::set<std::string> to_send;
-  std::vector<uint64_t> bits = build_bits(&to_send, now);
+  std::vector<uint64_t> bits;
+  CHORUS_RETURN_IF_ERROR(build_bits(now, &bits));
   CHORUS_RETURN_IF_ERROR(transport_->allreduce_or(&bits));
   std::copy(bits.end() - static_cast<std::ptrdiff_t>(received_words_.size()), bits.end(), received_words_.begin());
-  const bool evicted = evict_invalid(bits, &to_send);
+  const bool evicted = evict_invalid(bits);
   take_fast_path(bits, responses);
   if (evicted || (bits[kFlags * words()] & kFlagSlowPath)) {
-    CHORUS_RETURN_IF_ERROR(run_slow_path(to_send, responses));
+    CHORUS_RETURN_IF_ERROR(run_slow_path(responses));
   }
 
-  // Forget resolved names, keeping submission order for the rest.
-  pending_order_.erase(std::remove_if(pending_order_.begin(), pending_order_.end(),
-                                      [this](const std::string& n) { return !pending_.count(n); }),
-                       pending_order_.end());
+  // Forget resolved requests, keeping submission order for the rest.
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [](const PendingRequest& p) { return p.resolved; }),
+                 pending_.end());
   // A request that is neither with the coordinator nor a cache hit (its slot
   // was reused for another response this cycle) must be sent next cycle even
   // if no rank enqueues anything new.
   needs_cycle_ = false;
-  for (const auto& [name, p] : pending_) {
+  for (const PendingRequest& p : pending_) {
     uint32_t slot = 0;
     if (!p.sent_to_coordinator && cache_.lookup(p.request, &slot) != ResponseCache::Lookup::kHit) {
       needs_cycle_ = true;
@@ -113,7 +118,8 @@ Status Controller::negotiate(std::vector<Request> new_requests, std::vector<Resp
   return Status::OK();
 }
 
-Status Controller::accept(std::vector<Request> new_requests) {
+void Controller::accept(std::vector<Request> new_requests) {
+  pending_.reserve(pending_.size() + new_requests.size());
   for (Request& request : new_requests) {
     request.rank = rank_;
     if (request.op == OpType::kJoin || request.op == OpType::kShutdown) {
@@ -121,25 +127,23 @@ Status Controller::accept(std::vector<Request> new_requests) {
       control_requests_.push_back(std::move(request));
       continue;
     }
-    // The tensor queue refuses a second collective under an in-flight name;
-    // reaching this is a bug in the caller, and the runtime must stop.
-    auto [slot, inserted] = pending_.try_emplace(request.name);
-    if (!inserted) {
-      return Status::InvalidArgument("A collective named '" + request.name +
-                                     "' is already in flight on rank " + std::to_string(rank_));
-    }
-    pending_order_.push_back(request.name);
-    slot->second = PendingRequest{std::move(request), false};
+    pending_.push_back(PendingRequest{std::move(request)});
   }
-  return Status::OK();
 }
 
-std::vector<uint64_t> Controller::build_bits(std::set<std::string>* to_send,
-                                             Clock::time_point now) {
+// The tensor queue refuses a second collective under an in-flight name;
+// reaching this is a bug in the caller, and the runtime must stop.
+Status Controller::already_in_flight(const std::string& name) const {
+  return Status::InvalidArgument("A collective named '" + name + "' is already in flight on rank " +
+                                 std::to_string(rank_));
+}
+
+Status Controller::build_bits(Clock::time_point now, std::vector<uint64_t>* out) {
   const size_t w = words();
-  std::vector<uint64_t> bits(3 * w + 1 + outgoing_words_.size(), 0);
+  std::vector<uint64_t>& bits = *out;
+  bits.assign(3 * w + 1 + outgoing_words_.size(), 0);
   if (rank_ == 0) std::copy(outgoing_words_.begin(), outgoing_words_.end(), bits.begin() + 3 * w + 1);
-  bool force_slow_path = false;
+  bool slow_path = false;
 
   if (rank_ == 0 && stall_enabled_) {
     if (auto warning = stall_.check(now)) CHORUS_LOG(kWarning, *warning);
@@ -149,25 +153,36 @@ std::vector<uint64_t> Controller::build_bits(std::set<std::string>* to_send,
       if (auto slot = cache_.slot_of(name)) set_bit(&bits, w, kInvalid, *slot);
     }
     stall_shutdown_ = stall_.shutdown_reason(now);
-    force_slow_path = stall_shutdown_.has_value();
+    slow_path = stall_shutdown_.has_value();
   }
 
-  for (const std::string& name : pending_order_) {
-    const PendingRequest& p = pending_.at(name);
+  claimed_.assign(w, 0);
+  pending_by_slot_.resize(cache_.capacity());
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    PendingRequest& p = pending_[i];
+    p.send_now = false;
     if (p.sent_to_coordinator) continue;
     uint32_t slot = 0;
-    switch (cache_.lookup(p.request, &slot)) {
+    const ResponseCache::Lookup found = cache_.lookup(p.request, &slot);
+    if (found != ResponseCache::Lookup::kMiss) {
+      // A slot holds one name: two pending requests on it share their name.
+      if (has_slot(claimed_.data(), slot)) return already_in_flight(p.request.name);
+      set_slot(claimed_.data(), slot);
+      pending_by_slot_[slot] = static_cast<uint32_t>(i);
+    }
+    switch (found) {
       case ResponseCache::Lookup::kHit:
         set_bit(&bits, w, kReady, slot);
         break;
       case ResponseCache::Lookup::kChanged:
         set_bit(&bits, w, kInvalid, slot);
-        to_send->insert(name);
+        p.send_now = true;
         break;
       case ResponseCache::Lookup::kMiss:
-        to_send->insert(name);
+        p.send_now = true;
         break;
     }
+    slow_path = slow_path || p.send_now;
   }
   // Every cached slot this rank has no hit for holds the others back.
   const std::vector<uint64_t>& occupied = cache_.occupied_words();
@@ -182,24 +197,21 @@ std::vector<uint64_t> Controller::build_bits(std::set<std::string>* to_send,
     });
     for (uint32_t slot : zeros_given) bits[kNotReady * w + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   }
-  if (!to_send->empty() || !control_requests_.empty() || force_slow_path) {
-    bits[kFlags * w] |= kFlagSlowPath;
-  }
-  return bits;
+  if (slow_path || !control_requests_.empty()) bits[kFlags * w] |= kFlagSlowPath;
+  return Status::OK();
 }
 
-bool Controller::evict_invalid(const std::vector<uint64_t>& bits, std::set<std::string>* to_send) {
+bool Controller::evict_invalid(const std::vector<uint64_t>& bits) {
   const size_t w = words();
   bool evicted = false;
   for_each_set_bit(bits, w, kInvalid, [&](uint32_t slot) {
     if (!cache_.occupied(slot)) return;
-    const std::string name = cache_.response(slot).name;
     cache_.evict(slot);
     evicted = true;
     // The other ranks' requests for this name now go to the coordinator, so
-    // ours must too, in this same slow path.
-    auto it = pending_.find(name);
-    if (it != pending_.end() && !it->second.sent_to_coordinator) to_send->insert(name);
+    // ours must too, in this same slow path. Every unsent request of ours
+    // looked its name up this cycle: if it has this slot, it claimed it.
+    if (has_slot(claimed_.data(), slot)) pending_[pending_by_slot_[slot]].send_now = true;
   });
   return evicted;
 }
@@ -208,33 +220,39 @@ void Controller::take_fast_path(const std::vector<uint64_t>& bits,
                                 std::vector<Response>* responses) {
   const size_t w = words();
   partial_cached_.clear();
+  responses->reserve(pending_.size());
   for_each_set_bit(bits, w, kReady, [&](uint32_t slot) {
     if (!cache_.occupied(slot)) return;
     if (test_bit(bits, w, kNotReady, slot)) {
       partial_cached_.push_back(cache_.response(slot).name);
       return;
     }
-    const Response& response = cache_.response(slot);
-    responses->push_back(response);
+    responses->push_back(cache_.response(slot));
     cache_.touch(slot);
     ++stats_.cache_hits;
-    pending_.erase(response.name);  // absent on a joined rank
+    // A joined rank has no request of its own for the slot.
+    if (has_slot(claimed_.data(), slot)) pending_[pending_by_slot_[slot]].resolved = true;
   });
 }
 
-Status Controller::run_slow_path(const std::set<std::string>& to_send,
-                                 std::vector<Response>* responses) {
+Status Controller::run_slow_path(std::vector<Response>* responses) {
   ++stats_.slow_path_cycles;
+  // Names are looked up only here, once per slow path: the index holds views
+  // of pending_'s names, which stays as it is until the cycle ends.
+  std::unordered_map<std::string_view, PendingRequest*> by_name;
+  by_name.reserve(pending_.size());
+  for (PendingRequest& p : pending_) {
+    if (!by_name.emplace(p.request.name, &p).second) return already_in_flight(p.request.name);
+  }
   std::vector<Request> mine;
-  for (const std::string& name : pending_order_) {
-    if (!to_send.count(name)) continue;
-    PendingRequest& p = pending_.at(name);
+  for (PendingRequest& p : pending_) {
+    if (!p.send_now) continue;
+    p.send_now = false;
     p.sent_to_coordinator = true;
     mine.push_back(p.request);
   }
   mine.insert(mine.end(), control_requests_.begin(), control_requests_.end());
   control_requests_.clear();
-
   std::vector<std::string> gathered;
   CHORUS_RETURN_IF_ERROR(transport_->gather_to_coordinator(serialize_requests(mine), &gathered));
 
@@ -268,17 +286,17 @@ Status Controller::run_slow_path(const std::set<std::string>& to_send,
   if (rank_ != 0) CHORUS_RETURN_IF_ERROR(parse_responses(blob, &list));
 
   for (Response& response : list) {
-    finish(response);
+    auto it = by_name.find(response.name);
+    finish(response, it == by_name.end() ? nullptr : it->second);
     responses->push_back(std::move(response));
   }
   return Status::OK();
 }
 
-void Controller::finish(const Response& response) {
+void Controller::finish(const Response& response, PendingRequest* mine) {
   if (cacheable(response.type)) {
-    auto it = pending_.find(response.name);
     std::optional<Request> local;
-    if (it != pending_.end()) local = it->second.request;
+    if (mine != nullptr) local = mine->request;
     cache_.put(response, local);
   }
   switch (response.type) {
@@ -288,7 +306,7 @@ void Controller::finish(const Response& response) {
     case Response::Type::kShutdown:
       break;  // the runtime fails everything still pending
     default:
-      pending_.erase(response.name);
+      if (mine != nullptr) mine->resolved = true;
       break;
   }
 }

@@ -85,6 +85,8 @@ class Controller {
   struct PendingRequest {
     Request request;
     bool sent_to_coordinator = false;
+    bool send_now = false;  // goes to the coordinator in this cycle's slow path
+    bool resolved = false;  // answered this cycle; dropped at its end
   };
   struct TableEntry {  // coordinator: one name's requests so far
     std::map<int, Request> by_rank;
@@ -92,16 +94,18 @@ class Controller {
 
   // Adds this cycle's requests to pending_ (join and shutdown requests go to
   // control_requests_).
-  Status accept(std::vector<Request> new_requests);
-  // Fills the bit vector; `to_send` gets the names that must go through the
-  // coordinator this cycle. On the coordinator this first consults the stall
-  // inspector (warning, invalidation of stalled cached slots, stall shutdown).
-  std::vector<uint64_t> build_bits(std::set<std::string>* to_send, Clock::time_point now);
+  void accept(std::vector<Request> new_requests);
+  Status already_in_flight(const std::string& name) const;
+  // Fills the bit vector and marks the requests that must go through the
+  // coordinator this cycle (send_now). On the coordinator this first consults
+  // the stall inspector (warning, invalidation of stalled cached slots, stall
+  // shutdown). Fails when two pending requests share a cached name.
+  Status build_bits(Clock::time_point now, std::vector<uint64_t>* bits);
   // Evicts the slots flagged invalid by any rank; this rank's unsent requests
-  // for them join `to_send`. Returns true when anything was evicted.
-  bool evict_invalid(const std::vector<uint64_t>& bits, std::set<std::string>* to_send);
+  // for them go to the coordinator too. Returns true when anything was evicted.
+  bool evict_invalid(const std::vector<uint64_t>& bits);
   void take_fast_path(const std::vector<uint64_t>& bits, std::vector<Response>* responses);
-  Status run_slow_path(const std::set<std::string>& to_send, std::vector<Response>* responses);
+  Status run_slow_path(std::vector<Response>* responses);
   // Coordinator: folds gathered requests into the table and returns the
   // responses that became ready, in a deterministic order.
   std::vector<Response> coordinate(const std::vector<std::vector<Request>>& by_rank);
@@ -110,7 +114,9 @@ class Controller {
   // Coordinator: moves every complete table entry (in first-seen order) to `out`.
   void emit_complete(std::vector<Response>* out);
   Response make_response(const std::string& name, const TableEntry& entry) const;
-  void finish(const Response& response);
+  // Caches a slow-path response and resolves `mine`, this rank's request for
+  // it (nullptr when this rank has none).
+  void finish(const Response& response, PendingRequest* mine);
   // Coordinator: reports this cycle's partially submitted tensors to the
   // stall inspector and forgets the ones that are no longer stalled.
   void feed_stall_inspector(Clock::time_point now);
@@ -120,9 +126,14 @@ class Controller {
   int rank_;
   int size_;
   ResponseCache cache_;
-  // This rank's unresolved requests; pending_order_ keeps their order.
-  std::unordered_map<std::string, PendingRequest> pending_;
-  std::vector<std::string> pending_order_;         // submission order for the slow path
+  // This rank's unresolved requests in submission order. The steady state
+  // finds them by cache slot (pending_by_slot_), not by name: a name lookup
+  // per tensor and cycle was most of the negotiation's cost.
+  std::vector<PendingRequest> pending_;
+  // This cycle: the index in pending_ of the request that hit each slot,
+  // valid where `claimed_` (the slots this rank itself marked) has the bit.
+  std::vector<uint32_t> pending_by_slot_;
+  std::vector<uint64_t> claimed_;
   std::vector<Request> control_requests_;          // join/shutdown, not yet sent
   bool joined_ = false;
   bool needs_cycle_ = false;

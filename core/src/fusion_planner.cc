@@ -39,6 +39,9 @@ std::vector<ExecutionUnit> plan_fusion(std::vector<Response> responses, int64_t 
     if (taken[i]) continue;
     taken[i] = true;
     ExecutionUnit unit;
+    // Room for every remaining response: growing a unit of hundreds of small
+    // tensors step by step moved them all ~log2(n) times.
+    if (fusable_type(responses[i].type)) unit.reserve(responses.size() - i);
     unit.push_back(std::move(responses[i]));
     // unit.front(), not a reference kept across push_back (which may move it).
     if (threshold_bytes > 0 && fusable_type(unit.front().type)) {

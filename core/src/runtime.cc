@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "fusion_planner.h"
 #include "logging.h"
@@ -159,22 +161,22 @@ Status Runtime::run_cycle(bool* stop) {
   CHORUS_LOG(kTrace, "cycle: " << responses.size() << " responses");
 
   // Everything negotiated runs, even in a shutdown cycle: it is ready on
-  // every rank, so every rank runs it.
-  std::vector<Response> runnable;
-  const Response* shutdown = nullptr;
-  runnable.reserve(responses.size());
-  for (const Response& response : responses) {
-    if (response.type == Response::Type::kShutdown) {
-      if (shutdown == nullptr) shutdown = &response;
-    } else {
-      runnable.push_back(response);
-    }
+  // every rank, so every rank runs it. The responses move into the plan; the
+  // autotuner, which looks at them after they ran, gets a copy.
+  std::vector<Response> observed;
+  if (autotuner_) observed = responses;
+  const auto is_shutdown = [](const Response& r) { return r.type == Response::Type::kShutdown; };
+  std::optional<Response> shutdown;
+  auto first_shutdown = std::find_if(responses.begin(), responses.end(), is_shutdown);
+  if (first_shutdown != responses.end()) {
+    shutdown = *first_shutdown;
+    responses.erase(std::remove_if(responses.begin(), responses.end(), is_shutdown), responses.end());
   }
-  for (const ExecutionUnit& unit : plan_fusion(std::move(runnable), fusion_threshold_bytes_)) {
+  for (const ExecutionUnit& unit : plan_fusion(std::move(responses), fusion_threshold_bytes_)) {
     CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
   }
-  if (autotuner_) autotuner_->observe(responses, std::chrono::steady_clock::now());
-  if (shutdown != nullptr) {
+  if (autotuner_) autotuner_->observe(observed, std::chrono::steady_clock::now());
+  if (shutdown) {
     stop_for(*shutdown);
     *stop = true;
   }
