@@ -99,8 +99,8 @@ TensorEntry make_entry(Request request, const Tensor& input, const Tensor& outpu
                        std::shared_ptr<detail::HandleState> handle) {
   TensorEntry entry;
   entry.request = std::move(request);
-  entry.input = input;
-  entry.output = output;
+  entry.input_data = input.data;
+  entry.output_data = output.data;
   entry.handle = std::move(handle);
   entry.enqueued = std::chrono::steady_clock::now();
   return entry;

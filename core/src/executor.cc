@@ -111,8 +111,8 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
       case Response::Type::kAllgather: status = allgather(first, *entries[0], backend); break;
       case Response::Type::kBroadcast: {
         const auto start = Clock::now();
-        status = backend->broadcast(entries[0]->output.data,
-                                    static_cast<int64_t>(entries[0]->output.bytes()), first.root);
+        status = backend->broadcast(entries[0]->output_data, static_cast<int64_t>(entries[0]->bytes()),
+                                    first.root);
         span(entries, unit, "BROADCAST", start);
         break;
       }
@@ -168,9 +168,9 @@ Status Executor::allreduce(const ExecutionUnit& unit, Entries& entries, Backend*
     if (!entries[i]) {
       std::memset(slot, 0, static_cast<size_t>(n) * dtype_size(dtype));
     } else if (first.prescale != 1.0) {
-      CHORUS_RETURN_IF_ERROR(scale(entries[i]->input.data, slot, n, dtype, first.prescale));
+      CHORUS_RETURN_IF_ERROR(scale(entries[i]->input_data, slot, n, dtype, first.prescale));
     } else if (n > 0) {
-      std::memcpy(slot, entries[i]->input.data, static_cast<size_t>(n) * dtype_size(dtype));
+      std::memcpy(slot, entries[i]->input_data, static_cast<size_t>(n) * dtype_size(dtype));
     }
     offset += n;
   }
@@ -185,7 +185,7 @@ Status Executor::allreduce(const ExecutionUnit& unit, Entries& entries, Backend*
   for (size_t i = 0; i < unit.size(); ++i) {
     if (entries[i]) {
       CHORUS_RETURN_IF_ERROR(finish_reduction(unit[i], at(buffer, offset, dtype),
-                                              entries[i]->output.data, unit[i].elements));
+                                              entries[i]->output_data, unit[i].elements));
     }
     offset += unit[i].elements;
   }
@@ -204,7 +204,7 @@ Status Executor::allreduce_in_place(const ExecutionUnit& unit, Entries& entries,
     const int64_t n = unit[i].elements;
     total += n;
     if (entries[i]) {
-      pieces_.push_back({entries[i]->input.data, entries[i]->output.data, n});
+      pieces_.push_back({entries[i]->input_data, entries[i]->output_data, n});
     } else {
       missing += n;
       pieces_.push_back({nullptr, nullptr, n});
@@ -241,7 +241,7 @@ Status Executor::allreduce_in_place(const ExecutionUnit& unit, Entries& entries,
   slot = buffer;
   for (size_t i = 0; i < unit.size(); ++i) {
     const size_t bytes = static_cast<size_t>(unit[i].elements) * element_bytes;
-    if (entries[i] && bytes > 0) std::memcpy(entries[i]->output.data, slot, bytes);
+    if (entries[i] && bytes > 0) std::memcpy(entries[i]->output_data, slot, bytes);
     slot += bytes;
   }
   return Status::OK();
@@ -262,8 +262,8 @@ Status Executor::allreduce_one(const Response& response, TensorEntry* entry, Bac
     return scaled_by_backend ? backend->allreduce_scaled(zeros, zeros, n, dtype, op, result_factor(response))
                              : backend->allreduce(zeros, zeros, n, dtype, op);
   }
-  const void* input = entry->input.data;
-  void* output = entry->output.data;
+  const void* input = entry->input_data;
+  void* output = entry->output_data;
   if (response.prescale != 1.0) {
     CHORUS_RETURN_IF_ERROR(scale(input, output, n, dtype, response.prescale));
     input = output;
@@ -294,7 +294,7 @@ Status Executor::finish_reduction(const Response& response, const void* from, vo
 }
 
 Status Executor::allgather(const Response& response, TensorEntry& entry, Backend* backend) {
-  const Shape& shape = entry.input.shape;
+  const Shape& shape = entry.request.shape;
   const int64_t row = row_elements(shape);
   std::vector<int64_t> counts(response.first_dims.size());
   int64_t rows = 0;
@@ -306,13 +306,13 @@ Status Executor::allgather(const Response& response, TensorEntry& entry, Backend
   out_shape[0] = rows;
   const Tensor output = output_for(entry, 0, out_shape, true);
   const auto start = Clock::now();
-  CHORUS_RETURN_IF_ERROR(backend->allgatherv(entry.input.data, output.data, counts, response.dtype));
+  CHORUS_RETURN_IF_ERROR(backend->allgatherv(entry.input_data, output.data, counts, response.dtype));
   if (timeline_->enabled()) timeline_->span(response.name, "ALLGATHER", start, Clock::now());
   return Status::OK();
 }
 
 Status Executor::alltoall(TensorEntry& entry, Backend* backend) {
-  const Shape& shape = entry.input.shape;
+  const Shape& shape = entry.request.shape;
   const int64_t row = row_elements(shape);
   // Exchange rows, not elements, so zero-sized rows still tell the splits.
   std::vector<int64_t> received_rows;
@@ -330,7 +330,7 @@ Status Executor::alltoall(TensorEntry& entry, Backend* backend) {
   const Tensor output = output_for(entry, 0, out_shape, true);
   const auto start = Clock::now();
   CHORUS_RETURN_IF_ERROR(
-      backend->alltoallv(entry.input.data, send_counts, output.data, recv_counts, entry.request.dtype));
+      backend->alltoallv(entry.input_data, send_counts, output.data, recv_counts, entry.request.dtype));
   if (timeline_->enabled()) timeline_->span(entry.request.name, "ALLTOALL", start, Clock::now());
   entry.handle->set_received_splits(std::move(received_rows));
   return Status::OK();
@@ -346,7 +346,7 @@ Status Executor::reducescatter(const ExecutionUnit& unit, Entries& entries, Back
   }
   std::vector<int64_t> recv_counts(size, 0);
   for (const auto& entry : entries) {
-    const Shape& shape = entry->input.shape;
+    const Shape& shape = entry->request.shape;
     for (int r = 0; r < size; ++r) recv_counts[r] += rows_for_rank(shape[0], size, r) * row_elements(shape);
   }
 
@@ -360,11 +360,11 @@ Status Executor::reducescatter(const ExecutionUnit& unit, Entries& entries, Back
     int64_t offset = 0;
     for (int r = 0; r < size; ++r) {
       for (const auto& entry : entries) {
-        const Shape& shape = entry->input.shape;
+        const Shape& shape = entry->request.shape;
         const int64_t row = row_elements(shape);
         const int64_t n = rows_for_rank(shape[0], size, r) * row;
         const int64_t first = first_row_of_rank(shape[0], size, r) * row;
-        if (n > 0) std::memcpy(at(buffer, offset, dtype), at(entry->input.data, first, dtype), n * esize);
+        if (n > 0) std::memcpy(at(buffer, offset, dtype), at(entry->input_data, first, dtype), n * esize);
         offset += n;
       }
     }
@@ -373,7 +373,7 @@ Status Executor::reducescatter(const ExecutionUnit& unit, Entries& entries, Back
 
   std::vector<Tensor> outputs(unit.size());
   for (size_t i = 0; i < unit.size(); ++i) {
-    Shape out_shape = entries[i]->input.shape;
+    Shape out_shape = entries[i]->request.shape;
     out_shape[0] = rows_for_rank(out_shape[0], size, me);
     // Fused outputs are filled by copies, which a failed one skips; a single
     // output is written by the collective itself and needs scratch memory.
@@ -385,7 +385,7 @@ Status Executor::reducescatter(const ExecutionUnit& unit, Entries& entries, Back
   if (fused) {
     CHORUS_RETURN_IF_ERROR(backend->reducescatter(buffer, buffer, recv_counts, dtype, op));
   } else {
-    CHORUS_RETURN_IF_ERROR(backend->reducescatter(entries[0]->input.data, outputs[0].data, recv_counts, dtype, op));
+    CHORUS_RETURN_IF_ERROR(backend->reducescatter(entries[0]->input_data, outputs[0].data, recv_counts, dtype, op));
   }
   span(entries, unit, "REDUCESCATTER", start);
 

@@ -12,14 +12,18 @@
 
 namespace chorus {
 
+// The tensors' dtype, shape and device are the request's: the entry keeps
+// only their memory (copying a Tensor copies its shape, one allocation each).
 struct TensorEntry {
   Request request;
-  Tensor input;
-  Tensor output;                     // allreduce and broadcast (may equal input)
+  void* input_data = nullptr;
+  void* output_data = nullptr;       // allreduce and broadcast (may equal input_data)
   OutputAllocator allocator;         // allgather, alltoall, reducescatter; may be empty
   std::vector<int64_t> splits;       // alltoall: rows sent to each rank
   std::shared_ptr<detail::HandleState> handle;
   std::chrono::steady_clock::time_point enqueued;
+
+  size_t bytes() const { return static_cast<size_t>(num_elements(request.shape)) * dtype_size(request.dtype); }
 };
 
 }  // namespace chorus

@@ -15,7 +15,10 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
       const bool repeated = entries.size() > 1 && !names.insert(name).second;
       if (repeated || in_flight_.count(name)) return already_in_flight(name);
     }
-    for (auto& entry : entries) hold(std::move(entry));
+    for (auto& entry : entries) {
+      Held& held = in_flight_[entry.request.name];
+      hold(&held, std::move(entry));
+    }
   }
   wake_->notify();
   return Status::OK();
@@ -25,8 +28,10 @@ Status TensorQueue::add(TensorEntry entry) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_.ok()) return closed_;
-    if (in_flight_.count(entry.request.name)) return already_in_flight(entry.request.name);
-    hold(std::move(entry));
+    // One hash of the name for the check and the insertion.
+    auto [it, inserted] = in_flight_.try_emplace(entry.request.name);
+    if (!inserted) return already_in_flight(entry.request.name);
+    hold(&it->second, std::move(entry));
   }
   wake_->notify();
   return Status::OK();
@@ -37,10 +42,10 @@ Status TensorQueue::already_in_flight(const std::string& name) const {
                                  std::to_string(rank_));
 }
 
-void TensorQueue::hold(TensorEntry entry) {
-  std::string name = entry.request.name;
-  Held& held = in_flight_.emplace(std::move(name), Held{std::move(entry), false}).first->second;
-  new_entries_.push_back(&held);
+void TensorQueue::hold(Held* held, TensorEntry entry) {
+  held->entry = std::move(entry);
+  held->request_taken = false;
+  new_entries_.push_back(held);
   new_count_.fetch_add(1, std::memory_order_release);
   arrivals_.fetch_add(1, std::memory_order_relaxed);
 }

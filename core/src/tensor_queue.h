@@ -53,8 +53,9 @@ class TensorQueue {
     bool request_taken = false;  // by take_new_requests()
   };
   using InFlight = std::unordered_map<std::string, Held>;
-  // Under the lock, with the name checked: the entry is in flight and new.
-  void hold(TensorEntry entry);
+  // Under the lock, with the name checked and its map node made: the entry
+  // is in flight and new.
+  void hold(Held* held, TensorEntry entry);
   Status already_in_flight(const std::string& name) const;
   // Removes a held entry; one whose request was not taken yet also leaves
   // new_entries_ (rare: the executor only takes negotiated names).

@@ -34,8 +34,8 @@ Request allreduce_request(const std::string& name) {
 TensorEntry make_entry(const std::string& name, float* data) {
   TensorEntry entry;
   entry.request = allreduce_request(name);
-  entry.input = Tensor(data, DataType::kFloat32, Shape{1024});
-  entry.output = entry.input;
+  entry.input_data = data;
+  entry.output_data = data;
   entry.handle = std::make_shared<detail::HandleState>(name, 1);
   return entry;
 }
