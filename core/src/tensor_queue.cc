@@ -5,7 +5,11 @@
 
 namespace chorus {
 
+// Only the add that makes the new list non-empty wakes the background
+// thread: it checks for new work after every wake-up before it sleeps again,
+// so the later adds of a burst find it awake or already woken.
 Status TensorQueue::add(std::vector<TensorEntry> entries) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_.ok()) return closed_;
@@ -15,25 +19,28 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
       const bool repeated = entries.size() > 1 && !names.insert(name).second;
       if (repeated || in_flight_.count(name)) return already_in_flight(name);
     }
+    wake = new_entries_.empty();
     for (auto& entry : entries) {
       Held& held = in_flight_[entry.request.name];
       hold(&held, std::move(entry));
     }
   }
-  wake_->notify();
+  if (wake) wake_->notify();
   return Status::OK();
 }
 
-Status TensorQueue::add(TensorEntry entry) {
+Status TensorQueue::add(TensorEntry&& entry) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_.ok()) return closed_;
     // One hash of the name for the check and the insertion.
     auto [it, inserted] = in_flight_.try_emplace(entry.request.name);
     if (!inserted) return already_in_flight(entry.request.name);
+    wake = new_entries_.empty();
     hold(&it->second, std::move(entry));
   }
-  wake_->notify();
+  if (wake) wake_->notify();
   return Status::OK();
 }
 
@@ -42,7 +49,7 @@ Status TensorQueue::already_in_flight(const std::string& name) const {
                                  std::to_string(rank_));
 }
 
-void TensorQueue::hold(Held* held, TensorEntry entry) {
+void TensorQueue::hold(Held* held, TensorEntry&& entry) {
   held->entry = std::move(entry);
   held->request_taken = false;
   new_entries_.push_back(held);

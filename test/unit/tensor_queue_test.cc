@@ -65,6 +65,25 @@ TEST(TensorQueueTest, FreshQueueIsOpenAndEmpty) {
   EXPECT_FALSE(queue.take("nothing").has_value());
 }
 
+// The background thread is woken when new work appears, not once per tensor
+// of a burst: it looks for more work after every wake-up anyway.
+TEST(TensorQueueTest, OnlyTheAddThatBringsNewWorkWakesTheBackgroundThread) {
+  WakeSignal wake;
+  TensorQueue queue(0, &wake);
+  const auto now = [] { return steady_clock::now(); };
+  ASSERT_TRUE(queue.add(make_entry("a")).ok());
+  EXPECT_TRUE(wake.wait_until(now()));
+  ASSERT_TRUE(queue.add(make_entry("b")).ok());
+  ASSERT_TRUE(queue.add(entries({"c", "d"})).ok());
+  EXPECT_FALSE(wake.wait_until(now()));
+  EXPECT_EQ(queue.take_new_requests().size(), 4u);
+  ASSERT_TRUE(queue.add(entries({"e", "f"})).ok());
+  EXPECT_TRUE(wake.wait_until(now()));
+  EXPECT_EQ(queue.take_new_requests().size(), 2u);
+  ASSERT_TRUE(queue.add(make_entry("g")).ok());
+  EXPECT_TRUE(wake.wait_until(now()));
+}
+
 TEST(TensorQueueTest, TakeNewRequestsReturnsRequestsInAddOrderOnce) {
   WakeSignal wake;
   TensorQueue queue(0, &wake);
