@@ -119,7 +119,7 @@ Handle submit(Runtime& rt, std::vector<TensorEntry> entries) {
   return handle;
 }
 
-Handle submit_one(Runtime& rt, TensorEntry entry) {
+Handle submit_one(Runtime& rt, TensorEntry&& entry) {
   Handle handle(entry.handle);
   throw_if_error(rt.enqueue(std::move(entry)));
   return handle;

@@ -40,7 +40,7 @@ class Runtime {
   // Hands entries to the background thread; fails if a name is in flight
   // or the runtime has stopped.
   Status enqueue(std::vector<TensorEntry> entries) { return queue_.add(std::move(entries)); }
-  Status enqueue(TensorEntry entry) { return queue_.add(std::move(entry)); }
+  Status enqueue(TensorEntry&& entry) { return queue_.add(std::move(entry)); }
   // OK while running; once the runtime has stopped (a peer shut down, a
   // stall, an internal error), why.
   Status stopped_reason() const { return queue_.closed() ? queue_.closed_reason() : Status::OK(); }

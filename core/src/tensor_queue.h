@@ -26,7 +26,7 @@ class TensorQueue {
   // repeated within `entries`), or once the queue is closed.
   Status add(std::vector<TensorEntry> entries);
   // The same for one entry (most calls), without a vector of one.
-  Status add(TensorEntry entry);
+  Status add(TensorEntry&& entry);
   bool has_new() const { return new_count_.load(std::memory_order_acquire) > 0; }
   // How many tensors were ever added; lets the background thread see a
   // burst of enqueues still growing without taking the lock.
@@ -55,7 +55,7 @@ class TensorQueue {
   using InFlight = std::unordered_map<std::string, Held>;
   // Under the lock, with the name checked and its map node made: the entry
   // is in flight and new.
-  void hold(Held* held, TensorEntry entry);
+  void hold(Held* held, TensorEntry&& entry);
   Status already_in_flight(const std::string& name) const;
   // Removes a held entry; one whose request was not taken yet also leaves
   // new_entries_ (rare: the executor only takes negotiated names).
