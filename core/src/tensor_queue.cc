@@ -20,10 +20,7 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
       if (repeated || in_flight_.count(name)) return already_in_flight(name);
     }
     wake = new_entries_.empty();
-    for (auto& entry : entries) {
-      Held& held = in_flight_[entry.request.name];
-      hold(&held, std::move(entry));
-    }
+    for (auto& entry : entries) hold(insert(entry.request.name), std::move(entry));
   }
   if (wake) wake_->notify();
   return Status::OK();
@@ -34,11 +31,10 @@ Status TensorQueue::add(TensorEntry&& entry) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_.ok()) return closed_;
-    // One hash of the name for the check and the insertion.
-    auto [it, inserted] = in_flight_.try_emplace(entry.request.name);
-    if (!inserted) return already_in_flight(entry.request.name);
+    Held* held = insert(entry.request.name);
+    if (held == nullptr) return already_in_flight(entry.request.name);
     wake = new_entries_.empty();
-    hold(&it->second, std::move(entry));
+    hold(held, std::move(entry));
   }
   if (wake) wake_->notify();
   return Status::OK();
@@ -47,6 +43,22 @@ Status TensorQueue::add(TensorEntry&& entry) {
 Status TensorQueue::already_in_flight(const std::string& name) const {
   return Status::InvalidArgument("A collective named '" + name + "' is already in flight on rank " +
                                  std::to_string(rank_));
+}
+
+TensorQueue::Held* TensorQueue::insert(const std::string& name) {
+  if (spare_nodes_.empty()) {
+    auto [it, inserted] = in_flight_.try_emplace(name);
+    return inserted ? &it->second : nullptr;
+  }
+  InFlight::node_type& node = spare_nodes_.back();
+  node.key() = name;  // fits in the key's capacity when names repeat
+  auto result = in_flight_.insert(std::move(node));
+  if (!result.inserted) {
+    node = std::move(result.node);
+    return nullptr;
+  }
+  spare_nodes_.pop_back();
+  return &result.position->second;
 }
 
 void TensorQueue::hold(Held* held, TensorEntry&& entry) {
@@ -76,8 +88,9 @@ TensorEntry TensorQueue::remove(InFlight::iterator it) {
     new_entries_.erase(std::find(new_entries_.begin(), new_entries_.end(), &it->second));
     new_count_.store(new_entries_.size(), std::memory_order_release);
   }
-  TensorEntry entry = std::move(it->second.entry);
-  in_flight_.erase(it);
+  InFlight::node_type node = in_flight_.extract(it);
+  TensorEntry entry = std::move(node.mapped().entry);
+  if (spare_nodes_.size() < kMaxSpareNodes) spare_nodes_.push_back(std::move(node));
   return entry;
 }
 

@@ -53,8 +53,11 @@ class TensorQueue {
     bool request_taken = false;  // by take_new_requests()
   };
   using InFlight = std::unordered_map<std::string, Held>;
-  // Under the lock, with the name checked and its map node made: the entry
-  // is in flight and new.
+  // Under the lock: a map node for `name`, or nullptr when the name is in
+  // flight. One hash of the name; a spare node when there is one.
+  Held* insert(const std::string& name);
+  // Under the lock, with the name's node inserted: the entry is in flight
+  // and new.
   void hold(Held* held, TensorEntry&& entry);
   Status already_in_flight(const std::string& name) const;
   // Removes a held entry; one whose request was not taken yet also leaves
@@ -62,6 +65,12 @@ class TensorQueue {
   TensorEntry remove(InFlight::iterator it);
 
   InFlight in_flight_;
+  // Nodes of removed entries, reused by later adds. A training step enqueues
+  // the same names every time: a reused node's key already fits the name, so
+  // an add allocates neither node nor key (a burst of hundreds of them fell
+  // off malloc's per-thread caches into its slow paths).
+  std::vector<InFlight::node_type> spare_nodes_;
+  static constexpr size_t kMaxSpareNodes = 4096;
   // The entries added since the last take_new_requests(), in add order.
   // Their requests are copied out by the background thread, which also
   // frees the copies: a framework thread's enqueue stays short, and memory

@@ -84,6 +84,31 @@ TEST(TensorQueueTest, OnlyTheAddThatBringsNewWorkWakesTheBackgroundThread) {
   EXPECT_TRUE(wake.wait_until(now()));
 }
 
+// Removed entries leave their map nodes for later adds: a name in flight is
+// still refused when a spare node is at hand, and the node stays usable.
+TEST(TensorQueueTest, NamesAreCheckedAndHeldAlikeWithReusedNodes) {
+  WakeSignal wake;
+  TensorQueue queue(0, &wake);
+  ASSERT_TRUE(queue.add(make_entry("a", {1})).ok());
+  ASSERT_TRUE(queue.add(make_entry("b", {2})).ok());
+  ASSERT_TRUE(queue.take("a").has_value());  // a spare node now
+  EXPECT_EQ(queue.add(make_entry("b")).message(), in_flight_message("b", 0));
+  ASSERT_TRUE(queue.add(make_entry("a longer name than the small-string buffer holds", {3})).ok());
+  ASSERT_TRUE(queue.add(make_entry("c", {4})).ok());
+  std::vector<Request> requests = queue.take_new_requests();  // "a" left with its entry
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[1].name, "a longer name than the small-string buffer holds");
+  EXPECT_EQ(requests[1].shape, Shape{3});
+  for (const char* name : {"b", "a longer name than the small-string buffer holds", "c"}) {
+    std::optional<TensorEntry> taken = queue.take(name);
+    ASSERT_TRUE(taken.has_value()) << name;
+    EXPECT_EQ(taken->request.name, name);
+  }
+  EXPECT_FALSE(queue.take("a").has_value());
+  ASSERT_TRUE(queue.add(make_entry("b", {5})).ok());
+  EXPECT_EQ(queue.take("b")->request.shape, Shape{5});
+}
+
 TEST(TensorQueueTest, TakeNewRequestsReturnsRequestsInAddOrderOnce) {
   WakeSignal wake;
   TensorQueue queue(0, &wake);
