@@ -20,7 +20,8 @@ bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_by
     if (output != 0) ranges.emplace_back(output, output + bytes);
     if (input != 0 && input != output) ranges.emplace_back(input, input + bytes);
   }
-  std::sort(ranges.begin(), ranges.end());
+  // Tensors allocated one after another usually come in address order.
+  if (!std::is_sorted(ranges.begin(), ranges.end())) std::sort(ranges.begin(), ranges.end());
   uintptr_t end = 0;
   for (size_t i = 0; i < ranges.size(); ++i) {
     if (i > 0 && ranges[i].first < end) return true;
