@@ -37,7 +37,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "config.h"
@@ -130,8 +129,9 @@ class Controller {
   // finds them by cache slot (pending_by_slot_), not by name: a name lookup
   // per tensor and cycle was most of the negotiation's cost.
   std::vector<PendingRequest> pending_;
-  // This cycle: the index in pending_ of the request that hit each slot,
-  // valid where `claimed_` (the slots this rank itself marked) has the bit.
+  // This cycle: the index in pending_ of the request whose name each slot
+  // holds (a hit or a changed request), valid where `claimed_` (the slots
+  // this rank's own lookups found) has the bit.
   std::vector<uint32_t> pending_by_slot_;
   std::vector<uint64_t> claimed_;
   std::vector<Request> control_requests_;          // join/shutdown, not yet sent
