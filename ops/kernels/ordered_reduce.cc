@@ -36,44 +36,70 @@ inline void store_block(T* __restrict target, const Accum* __restrict acc, Store
 }
 
 template <typename T, typename Accum, typename Load, typename Store, typename Op>
-void fold(void* out, const void* const* inputs, int ranks, int64_t count, Load load, Store store, Op op) {
-  auto* typed_out = static_cast<T*>(out);
+void fold(T* out, T* copy, const void* const* inputs, int ranks, int64_t count, Load load, Store store, Op op) {
   const auto* const* in = reinterpret_cast<const T* const*>(inputs);
   Accum acc[kBlock];
   int64_t i = 0;
   for (; i + kBlock <= count; i += kBlock) {
     load_block<T, Accum>(acc, in[0] + i, load);
     for (int r = 1; r < ranks; ++r) fold_into_block<T, Accum>(acc, in[r] + i, load, op);
-    store_block<T, Accum>(typed_out + i, acc, store);
+    store_block<T, Accum>(out + i, acc, store);
+    if (copy != nullptr) store_block<T, Accum>(copy + i, acc, store);
   }
   const int64_t tail = count - i;
   for (int64_t j = 0; j < tail; ++j) acc[j] = load(in[0][i + j]);
   for (int r = 1; r < ranks; ++r) {
     for (int64_t j = 0; j < tail; ++j) acc[j] = op(acc[j], load(in[r][i + j]));
   }
-  for (int64_t j = 0; j < tail; ++j) typed_out[i + j] = store(acc[j]);
+  for (int64_t j = 0; j < tail; ++j) out[i + j] = store(acc[j]);
+  if (copy != nullptr) {
+    for (int64_t j = 0; j < tail; ++j) copy[i + j] = store(acc[j]);
+  }
 }
 
 template <typename T, typename Accum, typename Load, typename Store>
-void fold_op(void* out, const void* const* inputs, int ranks, int64_t count, ReduceOp op, Load load,
+void fold_op(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count, ReduceOp op, Load load,
              Store store) {
+  auto* out = static_cast<T*>(to.out);
+  auto* copy = static_cast<T*>(to.copy);
   switch (op) {
-    case ReduceOp::kSum: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::SumOp{}); break;
-    case ReduceOp::kMin: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::MinOp{}); break;
-    case ReduceOp::kMax: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::MaxOp{}); break;
-    case ReduceOp::kProduct: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::ProductOp{}); break;
+    case ReduceOp::kSum: fold<T, Accum>(out, copy, inputs, ranks, count, load, store, kernels::SumOp{}); break;
+    case ReduceOp::kMin: fold<T, Accum>(out, copy, inputs, ranks, count, load, store, kernels::MinOp{}); break;
+    case ReduceOp::kMax: fold<T, Accum>(out, copy, inputs, ranks, count, load, store, kernels::MaxOp{}); break;
+    case ReduceOp::kProduct: fold<T, Accum>(out, copy, inputs, ranks, count, load, store, kernels::ProductOp{}); break;
     case ReduceOp::kAverage: break;  // rejected by check_arguments
   }
 }
 
 template <typename T>
-void fold_plain(void* out, const void* const* inputs, int ranks, int64_t count, ReduceOp op) {
+void fold_plain(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count, ReduceOp op) {
   const auto same = [](T v) { return v; };
-  fold_op<T, T>(out, inputs, ranks, count, op, same, same);
+  fold_op<T, T>(to, inputs, ranks, count, op, same, same);
 }
 
-Status check_arguments(const void* out, const void* const* inputs, int ranks, int64_t count, DataType dtype,
-                       ReduceOp op) {
+// Floating types multiply in their own precision, as scale() does.
+template <typename T>
+void fold_floating(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count, ReduceOp op) {
+  if (to.factor == 1.0) return fold_plain<T>(to, inputs, ranks, count, op);
+  const T factor = static_cast<T>(to.factor);
+  fold_op<T, T>(to, inputs, ranks, count, op, [](T v) { return v; }, [factor](T v) { return v * factor; });
+}
+
+// float16/bfloat16: accumulate in float32, round once; a factor then
+// multiplies the rounded value (see the header).
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+void fold_half(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count, ReduceOp op) {
+  if (to.factor == 1.0) {
+    fold_op<uint16_t, float>(to, inputs, ranks, count, op, Widen, Narrow);
+    return;
+  }
+  const float factor = static_cast<float>(to.factor);
+  fold_op<uint16_t, float>(to, inputs, ranks, count, op, Widen,
+                           [factor](float v) { return Narrow(Widen(Narrow(v)) * factor); });
+}
+
+Status check_arguments(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count,
+                       DataType dtype, ReduceOp op) {
   const char* what = "reduce_ranks_in_order: ";
   if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax && op != ReduceOp::kProduct) {
     return Status::InvalidArgument(std::string(what) + "reduce op must be sum, min, max or product, got " +
@@ -84,10 +110,14 @@ Status check_arguments(const void* out, const void* const* inputs, int ranks, in
     return Status::InvalidArgument(std::string(what) + "dtype must be numeric (not bool), got " +
                                    std::to_string(static_cast<int>(dtype)));
   }
+  if (to.factor != 1.0 && !is_floating_point(dtype)) {
+    return Status::InvalidArgument(std::string(what) + "an integer result can only be scaled by 1, got " +
+                                   std::to_string(to.factor));
+  }
   if (ranks < 1) return Status::InvalidArgument(std::string(what) + "needs at least 1 input, got " + std::to_string(ranks));
   if (count < 0) return Status::InvalidArgument(std::string(what) + "negative count " + std::to_string(count));
   if (count == 0) return Status::OK();
-  if (out == nullptr || inputs == nullptr) return Status::InvalidArgument(std::string(what) + "null buffer");
+  if (to.out == nullptr || inputs == nullptr) return Status::InvalidArgument(std::string(what) + "null buffer");
   for (int r = 0; r < ranks; ++r) {
     if (inputs[r] == nullptr) {
       return Status::InvalidArgument(std::string(what) + "input " + std::to_string(r) + " is null");
@@ -100,23 +130,22 @@ Status check_arguments(const void* out, const void* const* inputs, int ranks, in
 
 Status reduce_ranks_in_order(void* out, const void* const* inputs, int ranks, int64_t count, DataType dtype,
                              ReduceOp op) {
-  CHORUS_RETURN_IF_ERROR(check_arguments(out, inputs, ranks, count, dtype, op));
+  return reduce_ranks_in_order_to(ReducedOutput{out}, inputs, ranks, count, dtype, op);
+}
+
+Status reduce_ranks_in_order_to(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count,
+                                DataType dtype, ReduceOp op) {
+  CHORUS_RETURN_IF_ERROR(check_arguments(to, inputs, ranks, count, dtype, op));
   if (count == 0) return Status::OK();
   switch (dtype) {
-    case DataType::kUInt8: fold_plain<uint8_t>(out, inputs, ranks, count, op); break;
-    case DataType::kInt8: fold_plain<int8_t>(out, inputs, ranks, count, op); break;
-    case DataType::kInt32: fold_plain<int32_t>(out, inputs, ranks, count, op); break;
-    case DataType::kInt64: fold_plain<int64_t>(out, inputs, ranks, count, op); break;
-    case DataType::kFloat32: fold_plain<float>(out, inputs, ranks, count, op); break;
-    case DataType::kFloat64: fold_plain<double>(out, inputs, ranks, count, op); break;
-    case DataType::kFloat16:
-      fold_op<uint16_t, float>(out, inputs, ranks, count, op, [](uint16_t v) { return widen_float16(v); },
-                               [](float v) { return narrow_to_float16(v); });
-      break;
-    case DataType::kBFloat16:
-      fold_op<uint16_t, float>(out, inputs, ranks, count, op, [](uint16_t v) { return bfloat16_to_float(v); },
-                               [](float v) { return float_to_bfloat16(v); });
-      break;
+    case DataType::kUInt8: fold_plain<uint8_t>(to, inputs, ranks, count, op); break;
+    case DataType::kInt8: fold_plain<int8_t>(to, inputs, ranks, count, op); break;
+    case DataType::kInt32: fold_plain<int32_t>(to, inputs, ranks, count, op); break;
+    case DataType::kInt64: fold_plain<int64_t>(to, inputs, ranks, count, op); break;
+    case DataType::kFloat32: fold_floating<float>(to, inputs, ranks, count, op); break;
+    case DataType::kFloat64: fold_floating<double>(to, inputs, ranks, count, op); break;
+    case DataType::kFloat16: fold_half<widen_float16, narrow_to_float16>(to, inputs, ranks, count, op); break;
+    case DataType::kBFloat16: fold_half<bfloat16_to_float, float_to_bfloat16>(to, inputs, ranks, count, op); break;
     case DataType::kBool: break;  // rejected by check_arguments
   }
   return Status::OK();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/kernels/ordered_reduce.h"
+#include "ops/kernels/scale.h"
 
 namespace chorus {
 namespace {
@@ -72,7 +73,8 @@ char* ShmAllreduce::slot(uint64_t sequence, int rank) const {
   return group_->data() + index * static_cast<size_t>(chunk_bytes_);
 }
 
-Status ShmAllreduce::check(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op) const {
+Status ShmAllreduce::check(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                           double factor) const {
   CHORUS_RETURN_IF_ERROR(broken_);
   if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax && op != ReduceOp::kProduct) {
     return Status::InvalidArgument(std::string("shared-memory allreduce: reduce op must be sum, min, max or "
@@ -83,6 +85,11 @@ Status ShmAllreduce::check(const std::vector<AllreducePiece>& pieces, DataType d
     return Status::InvalidArgument("shared-memory allreduce: dtype must be numeric, got " +
                                    std::string(static_cast<int>(dtype) >= kNumDataTypes ? "an invalid dtype"
                                                                                        : dtype_name(dtype)));
+  }
+  if (factor != 1.0 && !is_floating_point(dtype)) {
+    return Status::InvalidArgument(std::string("shared-memory allreduce: a ") + dtype_name(dtype) +
+                                   " result can only be scaled by 1, got " + std::to_string(factor) +
+                                   " (integer averages are divided after the allreduce)");
   }
   for (const AllreducePiece& piece : pieces) {
     if (piece.count < 0) {
@@ -97,13 +104,13 @@ Status ShmAllreduce::check(const std::vector<AllreducePiece>& pieces, DataType d
 }
 
 Status ShmAllreduce::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                               const ShareStep& after_reduce) {
-  return allreduce({AllreducePiece{input, output, count}}, dtype, op, after_reduce);
+                               const ShareStep& after_reduce, double factor) {
+  return allreduce({AllreducePiece{input, output, count}}, dtype, op, after_reduce, factor);
 }
 
 Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
-                               const ShareStep& after_reduce) {
-  CHORUS_RETURN_IF_ERROR(check(pieces, dtype, op));
+                               const ShareStep& after_reduce, double factor) {
+  CHORUS_RETURN_IF_ERROR(check(pieces, dtype, op, factor));
   const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
   const PieceRuns message(pieces, esize);
   const int64_t count = message.bytes() / esize;
@@ -159,9 +166,16 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
                           for (int r = 0; r < ranks; ++r) {
                             sources[r] = r == me ? in : slot(seq, r) + share.offset + offset;
                           }
-                          CHORUS_RETURN_IF_ERROR(reduce_ranks_in_order(out, sources, ranks, bytes / esize, dtype, op));
-                          if (after_reduce) CHORUS_RETURN_IF_ERROR(after_reduce(out, bytes / esize));
-                          std::memcpy(slot(seq, me) + share.offset + offset, out, static_cast<size_t>(bytes));
+                          char* published = slot(seq, me) + share.offset + offset;
+                          const int64_t n = bytes / esize;
+                          if (!after_reduce) {
+                            return reduce_ranks_in_order_to(ReducedOutput{out, published, factor}, sources, ranks,
+                                                            n, dtype, op);
+                          }
+                          CHORUS_RETURN_IF_ERROR(reduce_ranks_in_order(out, sources, ranks, n, dtype, op));
+                          CHORUS_RETURN_IF_ERROR(after_reduce(out, n));
+                          if (factor != 1.0) CHORUS_RETURN_IF_ERROR(scale(out, out, n, dtype, factor));
+                          std::memcpy(published, out, static_cast<size_t>(bytes));
                           return Status::OK();
                         });
   };

@@ -10,8 +10,10 @@
 //      input (read in place) and of every peer's slot, in rank order
 //      (reduce_ranks_in_order), into share r of its output; an optional
 //      cross-host step (the hierarchical allreduce) transforms that share;
-//      then rank r publishes it in share r of its own slot and posts
-//      "reduced";
+//      the share is multiplied by the factor (an average's 1/size), then
+//      rank r publishes it in share r of its own slot and posts "reduced".
+//      Without a cross-host step the fold scales and writes output and slot
+//      in its one pass (reduce_ranks_in_order_to);
 //   3. allgather: once all have reduced, every rank copies share p of rank
 //      p's slot into its output, for every peer p.
 // A rank copies in chunk k+1 before it waits for the others to reduce chunk
@@ -79,14 +81,16 @@ class ShmAllreduce {
   using ShareStep = std::function<Status(void* share, int64_t count)>;
 
   // Reduces `count` elements of every rank's `input` into `output` on every
-  // rank; input may equal output. op: kSum, kMin, kMax or kProduct.
+  // rank; input may equal output. op: kSum, kMin, kMax or kProduct. The
+  // result is multiplied by `factor` (floating-point dtypes only; after the
+  // share step), each rank scaling the share it owns.
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                   const ShareStep& after_reduce = nullptr);
+                   const ShareStep& after_reduce = nullptr, double factor = 1.0);
   // The same for the concatenation of `pieces` (a fused message), read from
   // and written to the pieces themselves. The share step runs on each part
   // of a share that lies in one piece.
   Status allreduce(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
-                   const ShareStep& after_reduce = nullptr);
+                   const ShareStep& after_reduce = nullptr, double factor = 1.0);
 
  protected:
   // Called after this rank has copied in and announced chunk `chunk` of the
@@ -95,7 +99,7 @@ class ShmAllreduce {
 
  private:
   char* slot(uint64_t sequence, int rank) const;
-  Status check(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op) const;
+  Status check(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op, double factor) const;
 
   ShmGroup* group_;
   int64_t chunk_bytes_;

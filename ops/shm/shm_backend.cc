@@ -1,7 +1,5 @@
 #include "ops/shm/shm_backend.h"
 
-#include "ops/kernels/scale.h"
-
 namespace chorus {
 
 ShmBackend::ShmBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
@@ -24,17 +22,13 @@ Status ShmBackend::allreduce(const void* input, void* output, int64_t count, Dat
 
 Status ShmBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
                                     double factor) {
-  if (factor == 1.0) return shm_.allreduce(pieces, dtype, op);
-  return shm_.allreduce(pieces, dtype, op,
-                        [&](void* share, int64_t elements) { return scale(share, share, elements, dtype, factor); });
+  return shm_.allreduce(pieces, dtype, op, nullptr, factor);
 }
 
 Status ShmBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                                     double factor) {
   if (!takes(count, dtype, op)) return fallback().allreduce_scaled(input, output, count, dtype, op, factor);
-  if (factor == 1.0) return shm_.allreduce(input, output, count, dtype, op);
-  return shm_.allreduce(input, output, count, dtype, op,
-                        [&](void* share, int64_t elements) { return scale(share, share, elements, dtype, factor); });
+  return shm_.allreduce(input, output, count, dtype, op, nullptr, factor);
 }
 
 }  // namespace chorus

@@ -14,6 +14,7 @@
 #include "ops/kernels/half.h"
 #include "ops/kernels/ordered_reduce.h"
 #include "ops/kernels/reduce.h"
+#include "ops/kernels/scale.h"
 
 namespace chorus {
 namespace {
@@ -148,6 +149,77 @@ TEST(ShmKernels, BadArgumentsAreRefusedWithTheReason) {
   EXPECT_NE(reduce_ranks_in_order(&x, null_in, 1, 1, DataType::kFloat32, ReduceOp::kSum).message().find("input 0 is null"),
             std::string::npos);
   EXPECT_TRUE(reduce_ranks_in_order(nullptr, null_in, 1, 0, DataType::kFloat32, ReduceOp::kSum).ok());
+  int32_t i = 0;
+  const void* int_in[] = {&i};
+  EXPECT_NE(reduce_ranks_in_order_to(ReducedOutput{&i, nullptr, 0.5}, int_in, 1, 1, DataType::kInt32, ReduceOp::kSum)
+                .message()
+                .find("scaled by 1, got 0.5"),
+            std::string::npos);
+}
+
+// Random bytes as `count` elements of `dtype`; float16/bfloat16 from floats
+// in [-1, 1] (random bits would be mostly NaN and infinity).
+std::vector<uint8_t> random_elements(DataType dtype, int64_t count, uint32_t seed) {
+  std::vector<uint8_t> out(static_cast<size_t>(count) * dtype_size(dtype));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  for (int64_t i = 0; i < count; ++i) {
+    uint8_t* at = out.data() + i * static_cast<int64_t>(dtype_size(dtype));
+    switch (dtype) {
+      case DataType::kFloat32: { const float v = static_cast<float>(value(rng)); std::memcpy(at, &v, 4); break; }
+      case DataType::kFloat64: { const double v = value(rng); std::memcpy(at, &v, 8); break; }
+      case DataType::kFloat16: { const uint16_t v = float_to_float16(static_cast<float>(value(rng))); std::memcpy(at, &v, 2); break; }
+      case DataType::kBFloat16: { const uint16_t v = float_to_bfloat16(static_cast<float>(value(rng))); std::memcpy(at, &v, 2); break; }
+      default:
+        for (size_t b = 0; b < dtype_size(dtype); ++b) at[b] = static_cast<uint8_t>(rng());
+    }
+  }
+  return out;
+}
+
+// The shared-memory allreduce's owner reduces, scales and publishes its share
+// in one pass: the same bits as the reduction, then scale(), in both
+// destinations, for every dtype (integers with factor 1) and in place.
+TEST(ShmKernels, ReduceScaleAndCopyInOnePassEqualsReduceThenScale) {
+  const DataType dtypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+                             DataType::kInt8,    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64};
+  for (DataType dtype : dtypes) {
+    const size_t esize = dtype_size(dtype);
+    const std::vector<double> factors =
+        is_floating_point(dtype) ? std::vector<double>{1.0, 0.5, 1.0 / 3.0} : std::vector<double>{1.0};
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kProduct}) {
+      for (double factor : factors) {
+        for (int ranks : {1, 2, 3}) {
+          for (int64_t n : {int64_t{1}, int64_t{256}, int64_t{1001}}) {
+            std::vector<std::vector<uint8_t>> inputs;
+            std::vector<const void*> pointers;
+            for (int r = 0; r < ranks; ++r) {
+              inputs.push_back(random_elements(dtype, n, static_cast<uint32_t>(r * 7 + n)));
+            }
+            for (auto& input : inputs) pointers.push_back(input.data());
+            std::vector<uint8_t> expected(static_cast<size_t>(n) * esize);
+            ASSERT_TRUE(reduce_ranks_in_order(expected.data(), pointers.data(), ranks, n, dtype, op).ok());
+            ASSERT_TRUE(scale(expected.data(), expected.data(), n, dtype, factor).ok());
+
+            std::vector<uint8_t> out(expected.size(), 0xa5), copy(expected.size(), 0x5a);
+            ASSERT_TRUE(reduce_ranks_in_order_to(ReducedOutput{out.data(), copy.data(), factor}, pointers.data(),
+                                                 ranks, n, dtype, op)
+                            .ok());
+            const std::string what = std::string(dtype_name(dtype)) + " " + reduce_op_name(op) + " factor " +
+                                     std::to_string(factor) + " ranks " + std::to_string(ranks) + " n " +
+                                     std::to_string(n);
+            EXPECT_EQ(out, expected) << what;
+            EXPECT_EQ(copy, expected) << what;
+            // In place into the first input, no copy.
+            ASSERT_TRUE(reduce_ranks_in_order_to(ReducedOutput{inputs[0].data(), nullptr, factor}, pointers.data(),
+                                                 ranks, n, dtype, op)
+                            .ok());
+            EXPECT_EQ(inputs[0], expected) << what << " in place";
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
