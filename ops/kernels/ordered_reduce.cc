@@ -36,7 +36,7 @@ inline void store_block(T* __restrict target, const Accum* __restrict acc, Store
 }
 
 template <typename T, typename Accum, typename Load, typename Store, typename Op>
-void fold(T* out, T* copy, const void* const* inputs, int ranks, int64_t count, Load load, Store store, Op op) {
+void fold(T* out, const void* const* inputs, int ranks, int64_t count, Load load, Store store, Op op) {
   const auto* const* in = reinterpret_cast<const T* const*>(inputs);
   Accum acc[kBlock];
   int64_t i = 0;
@@ -44,7 +44,6 @@ void fold(T* out, T* copy, const void* const* inputs, int ranks, int64_t count, 
     load_block<T, Accum>(acc, in[0] + i, load);
     for (int r = 1; r < ranks; ++r) fold_into_block<T, Accum>(acc, in[r] + i, load, op);
     store_block<T, Accum>(out + i, acc, store);
-    if (copy != nullptr) store_block<T, Accum>(copy + i, acc, store);
   }
   const int64_t tail = count - i;
   for (int64_t j = 0; j < tail; ++j) acc[j] = load(in[0][i + j]);
@@ -52,21 +51,17 @@ void fold(T* out, T* copy, const void* const* inputs, int ranks, int64_t count, 
     for (int64_t j = 0; j < tail; ++j) acc[j] = op(acc[j], load(in[r][i + j]));
   }
   for (int64_t j = 0; j < tail; ++j) out[i + j] = store(acc[j]);
-  if (copy != nullptr) {
-    for (int64_t j = 0; j < tail; ++j) copy[i + j] = store(acc[j]);
-  }
 }
 
 template <typename T, typename Accum, typename Load, typename Store>
 void fold_op(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count, ReduceOp op, Load load,
              Store store) {
   auto* out = static_cast<T*>(to.out);
-  auto* copy = static_cast<T*>(to.copy);
   switch (op) {
-    case ReduceOp::kSum: fold<T, Accum>(out, copy, inputs, ranks, count, load, store, kernels::SumOp{}); break;
-    case ReduceOp::kMin: fold<T, Accum>(out, copy, inputs, ranks, count, load, store, kernels::MinOp{}); break;
-    case ReduceOp::kMax: fold<T, Accum>(out, copy, inputs, ranks, count, load, store, kernels::MaxOp{}); break;
-    case ReduceOp::kProduct: fold<T, Accum>(out, copy, inputs, ranks, count, load, store, kernels::ProductOp{}); break;
+    case ReduceOp::kSum: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::SumOp{}); break;
+    case ReduceOp::kMin: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::MinOp{}); break;
+    case ReduceOp::kMax: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::MaxOp{}); break;
+    case ReduceOp::kProduct: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::ProductOp{}); break;
     case ReduceOp::kAverage: break;  // rejected by check_arguments
   }
 }

@@ -28,16 +28,14 @@ Status reduce_ranks_in_order(void* out, const void* const* inputs, int ranks, in
 // Where reduce_ranks_in_order_to() puts the result.
 struct ReducedOutput {
   void* out;               // may be one of the inputs, as above
-  void* copy = nullptr;    // a second destination of the same result, or null; overlaps nothing
   double factor = 1.0;     // the result times this; anything but 1 only for floating-point dtypes
 };
 
-// reduce_ranks_in_order(), multiplied by `factor` and stored to both
-// destinations in the same pass: the shared-memory allreduce's owner of a
-// share scales it (an average) and publishes it to its peers without a
-// separate pass for each. The bits are those of a reduce followed by
-// scale() (ops/kernels/scale.h): float16 and bfloat16 round the reduced
-// value, widen it, multiply in float32 and round again, as scale() does.
+// reduce_ranks_in_order(), multiplied by `factor` in the same pass: the
+// shared-memory allreduce's owner of a share scales it (an average) without
+// a second pass over it. The bits are those of a reduce followed by scale()
+// (ops/kernels/scale.h): float16 and bfloat16 round the reduced value, widen
+// it, multiply in float32 and round again, as scale() does.
 Status reduce_ranks_in_order_to(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count,
                                 DataType dtype, ReduceOp op);
 

@@ -166,16 +166,16 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
                           for (int r = 0; r < ranks; ++r) {
                             sources[r] = r == me ? in : slot(seq, r) + share.offset + offset;
                           }
-                          char* published = slot(seq, me) + share.offset + offset;
                           const int64_t n = bytes / esize;
-                          if (!after_reduce) {
-                            return reduce_ranks_in_order_to(ReducedOutput{out, published, factor}, sources, ranks,
-                                                            n, dtype, op);
+                          if (after_reduce) {
+                            CHORUS_RETURN_IF_ERROR(reduce_ranks_in_order(out, sources, ranks, n, dtype, op));
+                            CHORUS_RETURN_IF_ERROR(after_reduce(out, n));
+                            if (factor != 1.0) CHORUS_RETURN_IF_ERROR(scale(out, out, n, dtype, factor));
+                          } else {
+                            CHORUS_RETURN_IF_ERROR(
+                                reduce_ranks_in_order_to(ReducedOutput{out, factor}, sources, ranks, n, dtype, op));
                           }
-                          CHORUS_RETURN_IF_ERROR(reduce_ranks_in_order(out, sources, ranks, n, dtype, op));
-                          CHORUS_RETURN_IF_ERROR(after_reduce(out, n));
-                          if (factor != 1.0) CHORUS_RETURN_IF_ERROR(scale(out, out, n, dtype, factor));
-                          std::memcpy(published, out, static_cast<size_t>(bytes));
+                          std::memcpy(slot(seq, me) + share.offset + offset, out, static_cast<size_t>(bytes));
                           return Status::OK();
                         });
   };
