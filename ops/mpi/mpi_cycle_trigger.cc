@@ -18,12 +18,18 @@ constexpr int kStartTag = 2;
 // the CPU) for this long before backing off: see mpi_request_wait.h.
 constexpr std::chrono::microseconds kSpin{2000};
 constexpr std::chrono::microseconds kFirstSleep{20};
-// An idle rank polls MPI at most this rarely (the backoff doubles from
-// kFirstSleep): it bounds the delay a peer sees when it starts a cycle while
-// this rank has nothing to do, and sets the idle CPU cost (at 1 ms an idle
-// rank used 2.3-2.8% of a core here, at 4 ms 0.6%). Local work wakes the
-// thread at once through the wake signal.
+// A worker that has asked for a cycle polls for its start at most this
+// rarely (the backoff doubles from kFirstSleep): it bounds the delay between
+// the coordinator starting a cycle that can complete this rank's work and
+// this rank joining it.
 constexpr std::chrono::microseconds kMaxSleep{4000};
+// A rank with nothing to negotiate polls at most this rarely. Any cycle it
+// would join late cannot complete a collective (every collective needs this
+// rank's own tensor, and this rank's own enqueue wakes it at once through the
+// wake signal), so the bound is set by the idle CPU cost alone: each wake-up
+// costs 60-200 us of CPU on a 2-core VM, 1.8-5% of a core at 4 ms polls
+// (after large allocations), ~0.3% at 32 ms.
+constexpr std::chrono::microseconds kIdleMaxSleep{32000};
 
 }  // namespace
 
@@ -87,7 +93,7 @@ Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, WakeSignal* wake
     if (wake->wait_until(deadline)) {
       sleep = kFirstSleep;
     } else {
-      sleep = std::min(sleep * 2, kMaxSleep);
+      sleep = std::min(sleep * 2, kIdleMaxSleep);  // no local work: see kIdleMaxSleep
     }
   }
   last_start_ = Clock::now();
@@ -137,7 +143,7 @@ Status MpiCycleTrigger::worker_wait(const LocalWork& work, WakeSignal* wake) {
     } else if (wake->wait_until(now + sleep)) {
       sleep = kFirstSleep;
     } else {
-      sleep = std::min(sleep * 2, kMaxSleep);
+      sleep = std::min(sleep * 2, doorbell_sent_ ? kMaxSleep : kIdleMaxSleep);
     }
   }
   if (start_in_ != next_cycle_) {
