@@ -27,8 +27,8 @@ constexpr std::chrono::microseconds kMaxSleep{4000};
 // would join late cannot complete a collective (every collective needs this
 // rank's own tensor, and this rank's own enqueue wakes it at once through the
 // wake signal), so the bound is set by the idle CPU cost alone: each wake-up
-// costs 60-200 us of CPU on a 2-core VM, 1.8-5% of a core at 4 ms polls
-// (after large allocations), ~0.3% at 32 ms.
+// cost ~286 us of CPU on a 2-core VM after large allocations (schedstat):
+// 1.8-5% of a core at 4 ms polls, 0.7-0.9% at 32 ms.
 constexpr std::chrono::microseconds kIdleMaxSleep{32000};
 
 }  // namespace
