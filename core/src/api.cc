@@ -13,8 +13,10 @@
 namespace chorus {
 namespace {
 
-// Owns the process's runtime between init() and shutdown(). Framework
-// threads take a reference for the duration of a call.
+// Owns the process's runtime between init() and shutdown(), and the count of
+// threads blocked on its handles, which lives as long as the process because
+// handles may outlive the runtime. Framework threads take a reference to the
+// runtime for the duration of a call.
 class RuntimeOwner {
  public:
   static RuntimeOwner& instance() {
@@ -29,7 +31,7 @@ class RuntimeOwner {
     // still reached init(), and chorusrun's start timeout says so.
     report_init_to_launcher();
     std::unique_ptr<Runtime> runtime;
-    throw_if_error(Runtime::create(&runtime));
+    throw_if_error(Runtime::create(&runtime, &blocked_waiters_));
     runtime_ = std::move(runtime);
     if (!exit_hook_registered_) {
       // A rank that returns from main() without shutdown() still tells its
@@ -73,6 +75,7 @@ class RuntimeOwner {
  private:
   std::mutex mutex_;
   std::shared_ptr<Runtime> runtime_;
+  detail::BlockedWaiters blocked_waiters_{0};
   bool was_shut_down_ = false;
   bool exit_hook_registered_ = false;
 };
@@ -153,7 +156,7 @@ Handle allreduce_async(const std::string& name, const Tensor& input, const Tenso
   throw_if_error(check_name(name));
   throw_if_error(check_allreduce(name, input, output, options));
   check_device(*rt, name, input.device);
-  auto handle = std::make_shared<detail::HandleState>(name, 1);
+  auto handle = rt->new_handle(name);
   return submit_one(*rt, make_entry(allreduce_request(name, input, options, rt->topology().rank), input,
                                     output, handle));
 }
@@ -168,7 +171,7 @@ Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor
                                         std::to_string(outputs.size()) +
                                         " outputs; expected the same non-zero number"));
   }
-  auto handle = std::make_shared<detail::HandleState>(name, static_cast<int>(inputs.size()));
+  auto handle = rt->new_handle(name, static_cast<int>(inputs.size()));
   std::vector<TensorEntry> entries;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string member = name + "." + std::to_string(i);
@@ -188,7 +191,7 @@ Handle allgather_async(const std::string& name, const Tensor& input, OutputAlloc
   throw_if_error(check_has_first_dim(name, "allgather", input));
   check_device(*rt, name, input.device);
   TensorEntry entry = make_entry(base_request(name, OpType::kAllgather, input, rt->topology().rank), input,
-                                 Tensor(), std::make_shared<detail::HandleState>(name, 1));
+                                 Tensor(), rt->new_handle(name));
   entry.allocator = std::move(allocator);
   return submit_one(*rt, std::move(entry));
 }
@@ -202,7 +205,7 @@ Handle broadcast_async(const std::string& name, const Tensor& inout, int root_ra
   Request request = base_request(name, OpType::kBroadcast, inout, rt->topology().rank);
   request.root = root_rank;
   return submit_one(*rt, make_entry(std::move(request), inout, inout,
-                                    std::make_shared<detail::HandleState>(name, 1)));
+                                    rt->new_handle(name)));
 }
 
 Handle alltoall_async(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits,
@@ -213,7 +216,7 @@ Handle alltoall_async(const std::string& name, const Tensor& input, const std::v
   throw_if_error(check_alltoall_splits(name, input, rt->topology().size, &rows));
   check_device(*rt, name, input.device);
   TensorEntry entry = make_entry(base_request(name, OpType::kAlltoall, input, rt->topology().rank), input,
-                                 Tensor(), std::make_shared<detail::HandleState>(name, 1));
+                                 Tensor(), rt->new_handle(name));
   entry.splits = std::move(rows);
   entry.allocator = std::move(allocator);
   return submit_one(*rt, std::move(entry));
@@ -228,7 +231,7 @@ Handle reducescatter_async(const std::string& name, const Tensor& input, ReduceO
   Request request = base_request(name, OpType::kReducescatter, input, rt->topology().rank);
   request.reduce_op = op;
   TensorEntry entry =
-      make_entry(std::move(request), input, Tensor(), std::make_shared<detail::HandleState>(name, 1));
+      make_entry(std::move(request), input, Tensor(), rt->new_handle(name));
   entry.allocator = std::move(allocator);
   return submit_one(*rt, std::move(entry));
 }
@@ -238,7 +241,7 @@ Handle barrier_async() {
   const std::string name = rt->next_barrier_name();
   Request request = base_request(name, OpType::kBarrier, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
   return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(),
-                                    std::make_shared<detail::HandleState>(name, 1)));
+                                    rt->new_handle(name)));
 }
 
 Handle join_async() {
@@ -246,7 +249,7 @@ Handle join_async() {
   const std::string name = "chorus.join";
   Request request = base_request(name, OpType::kJoin, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
   return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(),
-                                    std::make_shared<detail::HandleState>(name, 1)));
+                                    rt->new_handle(name)));
 }
 
 void allreduce(const std::string& name, const Tensor& input, const Tensor& output,

@@ -29,15 +29,30 @@ void HandleState::set_last_joined_rank(int rank) {
   last_joined_rank_ = rank;
 }
 
+bool HandleState::block_until_done(std::unique_lock<std::mutex>& lock,
+                                   std::optional<std::chrono::steady_clock::time_point> deadline) const {
+  if (remaining_ == 0) return true;
+  if (blocked_) blocked_->fetch_add(1, std::memory_order_relaxed);
+  const auto done = [this] { return remaining_ == 0; };
+  bool finished = true;
+  if (deadline) {
+    finished = done_cv_.wait_until(lock, *deadline, done);
+  } else {
+    done_cv_.wait(lock, done);
+  }
+  if (blocked_) blocked_->fetch_sub(1, std::memory_order_relaxed);
+  return finished;
+}
+
 Status HandleState::wait() const {
   std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [this] { return remaining_ == 0; });
+  block_until_done(lock, std::nullopt);
   return status_;
 }
 
 Status HandleState::wait_until(std::chrono::steady_clock::time_point deadline) const {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!done_cv_.wait_until(lock, deadline, [this] { return remaining_ == 0; })) {
+  if (!block_until_done(lock, deadline)) {
     return Status::InProgress("'" + name_ + "' is still in progress");
   }
   return status_;

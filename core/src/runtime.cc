@@ -11,7 +11,8 @@
 
 namespace chorus {
 
-Status Runtime::create(std::unique_ptr<Runtime>* out, const Config::Lookup& env) {
+Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* blocked_waiters,
+                       const Config::Lookup& env) {
   Config config;
   Status local = Config::from_env(&config, env);
   if (!local.ok()) config = Config();  // communication still starts, to agree on failing
@@ -19,7 +20,7 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, const Config::Lookup& env)
   std::unique_ptr<Communication> comm;
   CHORUS_RETURN_IF_ERROR(Communication::create(config, &comm));
   set_log_rank(comm->topology().rank);
-  std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm)));
+  std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm), blocked_waiters));
   if (local.ok() && !config.timeline_path.empty() && runtime->topology().rank == 0) {
     local = runtime->timeline_.open(config.timeline_path);
   }
@@ -89,10 +90,12 @@ Status Runtime::agree(const Status& local, const std::string& what) {
                          "]; their own error says why, so this rank does not start either");
 }
 
-Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm)
+Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
+                 detail::BlockedWaiters* blocked_waiters)
     : config_(config),
       fusion_threshold_bytes_(config.fusion_threshold_bytes),
       comm_(std::move(comm)),
+      blocked_waiters_(blocked_waiters),
       queue_(comm_->topology().rank, &wake_),
       controller_(comm_->controller_transport(), config_, config_.autotune ? TuningMessage::kWords : 0),
       executor_(comm_->topology(), &comm_->backends(), &timeline_) {}
@@ -114,7 +117,8 @@ bool Runtime::has_local_work() const {
 
 void Runtime::background_loop() {
   pthread_setname_np(pthread_self(), "chorus-bg");
-  const LocalWork work{[this] { return has_local_work(); }, [this] { return queue_.arrivals(); }};
+  const LocalWork work{[this] { return has_local_work(); }, [this] { return queue_.arrivals(); },
+                       [this] { return blocked_waiters_->load(std::memory_order_relaxed) > 0; }};
   while (true) {
     Status status;
     bool stop = false;

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "controller.h"
 #include "executor.h"
+#include "handle_state.h"
 #include "ops/communication.h"
 #include "tensor_queue.h"
 #include "timeline.h"
@@ -30,7 +31,10 @@ namespace chorus {
 class Runtime {
  public:
   // Reads the configuration, sets up communication and starts the loop.
-  static Status create(std::unique_ptr<Runtime>* out, const Config::Lookup& env = nullptr);
+  // `blocked_waiters` counts the threads blocked on this runtime's handles;
+  // it must outlive the runtime and every handle it makes.
+  static Status create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* blocked_waiters,
+                       const Config::Lookup& env = nullptr);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -50,9 +54,14 @@ class Runtime {
   // Every rank calls barrier() the same number of times, so a counter names
   // the same barrier on every rank.
   std::string next_barrier_name() { return "chorus.barrier." + std::to_string(barrier_count_++); }
+  // The state of a new handle of `members` members, counted in the blocked
+  // waiters while a thread is blocked waiting on it.
+  std::shared_ptr<detail::HandleState> new_handle(const std::string& name, int members = 1) const {
+    return std::make_shared<detail::HandleState>(name, members, blocked_waiters_);
+  }
 
  private:
-  Runtime(const Config& config, std::unique_ptr<Communication> comm);
+  Runtime(const Config& config, std::unique_ptr<Communication> comm, detail::BlockedWaiters* blocked_waiters);
   Status agree_to_start(const Status& local);
   // Collective: an error on every rank unless `mine` equals rank 0's value
   // of the settings `names`.
@@ -73,6 +82,7 @@ class Runtime {
   int64_t fusion_threshold_bytes_;
   std::unique_ptr<Communication> comm_;
   WakeSignal wake_;
+  detail::BlockedWaiters* const blocked_waiters_;
   TensorQueue queue_;
   Controller controller_;
   Timeline timeline_;

@@ -83,7 +83,7 @@ Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, WakeSignal* wake
     const auto now = Clock::now();
     if (timer && now >= *timer) requested = true;
     if (requested) {
-      if (local) settle_burst(work.arrivals);
+      if (local) settle_burst(work);
       const auto earliest = last_start_ + std::chrono::duration_cast<Clock::duration>(min_interval_);
       if (now < earliest) std::this_thread::sleep_until(earliest);
       break;
@@ -124,7 +124,7 @@ Status MpiCycleTrigger::worker_wait(const LocalWork& work, WakeSignal* wake) {
   auto sleep = kFirstSleep;
   while (true) {
     if (!doorbell_sent_ && work.pending()) {
-      settle_burst(work.arrivals);
+      settle_burst(work);
       if (doorbell_send_ != MPI_REQUEST_NULL) MPI_Wait(&doorbell_send_, MPI_STATUS_IGNORE);
       doorbell_out_ = next_cycle_;
       int rc = MPI_Isend(&doorbell_out_, 1, MPI_UINT64_T, 0, kDoorbellTag, comm_, &doorbell_send_);
