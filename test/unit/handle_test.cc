@@ -158,27 +158,26 @@ TEST(HandleStateTest, WaitUntilReturnsInProgressAtTheDeadlineWhileNotDone) {
 }
 
 TEST(HandleStateTest, CountsItsWaitersOnlyWhileTheyAreBlocked) {
-  detail::BlockedWaiters count{0};
-  detail::BlockedWaiters* blocked = &count;
-  HandleState state("grad.w", 1, blocked);
+  detail::BlockedWaiters blocked{0};
+  HandleState state("grad.w", 1, &blocked);
   auto waiter = std::async(std::launch::async, [&] { return state.wait(); });
   auto timed = std::async(std::launch::async,
                           [&] { return state.wait_until(steady_clock::now() + std::chrono::seconds(30)); });
   const auto give_up = steady_clock::now() + std::chrono::seconds(30);
-  while (blocked->load() < 2 && steady_clock::now() < give_up) std::this_thread::sleep_for(milliseconds(1));
-  EXPECT_EQ(blocked->load(), 2);
+  while (blocked.load() < 2 && steady_clock::now() < give_up) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_EQ(blocked.load(), 2);
 
   state.complete_member(Status::Aborted("stopped"));
   EXPECT_EQ(waiter.get().code(), StatusCode::kAborted);
   EXPECT_EQ(timed.get().code(), StatusCode::kAborted);
-  EXPECT_EQ(blocked->load(), 0);
+  EXPECT_EQ(blocked.load(), 0);
 
   // A wait on a handle that is already done never counts as blocked, and a
   // timed-out one stops counting at its deadline.
   EXPECT_EQ(state.wait().code(), StatusCode::kAborted);
-  HandleState slow("slow", 1, blocked);
+  HandleState slow("slow", 1, &blocked);
   EXPECT_EQ(slow.wait_until(steady_clock::now() + milliseconds(5)).code(), StatusCode::kInProgress);
-  EXPECT_EQ(blocked->load(), 0);
+  EXPECT_EQ(blocked.load(), 0);
 }
 
 TEST(HandleStateTest, ResultsKeepTheLastValueSet) {

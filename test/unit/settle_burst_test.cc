@@ -1,5 +1,6 @@
 // settle_burst: how long the background thread lets a burst of enqueues grow
-// before it starts a cycle. The checks count calls instead of timing them.
+// before it starts a cycle. The checks count calls where they can; only the
+// waits without a blocked caller are timed, and only from below.
 #include <gtest/gtest.h>
 
 #include <chrono>
