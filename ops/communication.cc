@@ -11,6 +11,7 @@
 #include "ops/shm/host_backend.h"
 #include "ops/shm/shm_backend.h"
 #include "ops/shm/shm_controller_transport.h"
+#include "ops/shm/shm_cycle_trigger.h"
 #include "ops/shm/shm_group.h"
 
 namespace chorus {
@@ -20,7 +21,7 @@ Status Communication::create(const Config& config, std::unique_ptr<Communication
   CHORUS_RETURN_IF_ERROR(MpiContext::create(&comm->mpi_));
   comm->topology_ = comm->mpi_->topology();
   comm->transport_ = std::make_unique<MpiControllerTransport>(comm->mpi_->control_comm());
-  comm->trigger_ = std::make_unique<MpiCycleTrigger>(comm->mpi_->trigger_comm(), config.cycle_time_ms);
+  comm->create_trigger(config);
   // Priority order: device backends first once they exist; then host memory:
   // MPI, with shared-memory allreduce in front when the job is on one host.
   std::unique_ptr<Backend> host;
@@ -34,6 +35,24 @@ Status Communication::create(const Config& config, std::unique_ptr<Communication
   if (comm->shm_ != nullptr) comm->negotiate_through_shm(config);
   *out = std::move(comm);
   return Status::OK();
+}
+
+void Communication::create_trigger(const Config& config) {
+  if (topology_.nodes == 1) {
+    // Nothing waits on the trigger's shared memory but the trigger itself,
+    // whose waits check rank 0's liveness on their own.
+    constexpr std::chrono::milliseconds kUnusedPeerTimeout{300'000};
+    std::unique_ptr<ShmGroup> group;
+    const Status status = ShmGroup::create(mpi_->trigger_comm(), ShmCycleTrigger::data_bytes(topology_.size),
+                                           kUnusedPeerTimeout, &group);
+    if (status.ok()) {
+      trigger_ = std::make_unique<ShmCycleTrigger>(std::move(group), config.cycle_time_ms);
+      return;
+    }
+    // The same outcome on every rank (ShmGroup::create).
+    if (topology_.rank == 0) CHORUS_LOG(kWarning, "cycle trigger over MPI: " << status.message());
+  }
+  trigger_ = std::make_unique<MpiCycleTrigger>(mpi_->trigger_comm(), config.cycle_time_ms);
 }
 
 void Communication::negotiate_through_shm(const Config& config) {

@@ -2,7 +2,7 @@
 // created at init() and destroyed after the background thread has stopped:
 // the job's topology, the negotiation primitives, the cycle trigger and the
 // backends. Core code sees only these interfaces; which transport stands
-// behind them (MPI today) is decided here.
+// behind them (MPI, or shared memory on one host) is decided here.
 #pragma once
 
 #include <memory>
@@ -40,6 +40,10 @@ class Communication {
 
  private:
   Communication() = default;
+  // On one host, a cycle trigger through shared memory, so that idle ranks
+  // sleep until something concerns them; otherwise (or when the segment
+  // cannot be set up) over MPI.
+  void create_trigger(const Config& config);
   // Wraps the MPI negotiation transport in the shared-memory one.
   void negotiate_through_shm(const Config& config);
   // Declared first so it is destroyed last: it may finalize MPI.

@@ -59,11 +59,13 @@ class CycleTrigger {
   using Clock = std::chrono::steady_clock;
   virtual ~CycleTrigger() = default;
 
+  // What framework threads notify when they enqueue work (or ask the
+  // background thread to stop); the trigger sleeps on it.
+  virtual WakeSignal* wake_signal() = 0;
   // Returns once every rank has started the next cycle. `work` is asked
-  // whenever `wake` fires (and after every poll); `timer` matters only on
-  // the coordinator.
-  virtual Status wait_for_cycle(const LocalWork& work, WakeSignal* wake,
-                                std::optional<Clock::time_point> timer) = 0;
+  // whenever the wake signal fires (and after every poll); `timer` matters
+  // only on the coordinator.
+  virtual Status wait_for_cycle(const LocalWork& work, std::optional<Clock::time_point> timer) = 0;
   // The minimum time between the starts of two cycles (CHORUS_CYCLE_TIME_MS),
   // changed by the autotuner from the background thread between cycles.
   virtual void set_min_interval_ms(double ms) = 0;

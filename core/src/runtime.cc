@@ -96,7 +96,7 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
       fusion_threshold_bytes_(config.fusion_threshold_bytes),
       comm_(std::move(comm)),
       blocked_waiters_(blocked_waiters),
-      queue_(comm_->topology().rank, &wake_),
+      queue_(comm_->topology().rank, comm_->trigger()->wake_signal()),
       controller_(comm_->controller_transport(), config_, config_.autotune ? TuningMessage::kWords : 0),
       executor_(comm_->topology(), &comm_->backends(), &timeline_) {}
 
@@ -105,7 +105,7 @@ Runtime::~Runtime() { shutdown(); }
 void Runtime::shutdown() {
   if (thread_.joinable()) {
     shutdown_requested_ = true;
-    wake_.notify();
+    comm_->trigger()->wake_signal()->notify();
     thread_.join();
   }
   timeline_.close();
@@ -123,7 +123,7 @@ void Runtime::background_loop() {
     Status status;
     bool stop = false;
     try {
-      status = comm_->trigger()->wait_for_cycle(work, &wake_, controller_.next_deadline());
+      status = comm_->trigger()->wait_for_cycle(work, controller_.next_deadline());
       if (status.ok()) status = run_cycle(&stop);
     } catch (const std::exception& e) {  // e.g. std::bad_alloc
       status = Status::Internal(std::string("exception on the background thread: ") + e.what());

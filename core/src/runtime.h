@@ -24,7 +24,6 @@
 #include "ops/communication.h"
 #include "tensor_queue.h"
 #include "timeline.h"
-#include "wake_signal.h"
 
 namespace chorus {
 
@@ -81,7 +80,6 @@ class Runtime {
   // CHORUS_FUSION_THRESHOLD, or the autotuner's current choice.
   int64_t fusion_threshold_bytes_;
   std::unique_ptr<Communication> comm_;
-  WakeSignal wake_;
   detail::BlockedWaiters* const blocked_waiters_;
   TensorQueue queue_;
   Controller controller_;

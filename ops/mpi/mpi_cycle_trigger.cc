@@ -54,9 +54,8 @@ MpiCycleTrigger::~MpiCycleTrigger() {
   if (!start_sends_.empty()) MPI_Waitall(static_cast<int>(start_sends_.size()), start_sends_.data(), MPI_STATUSES_IGNORE);
 }
 
-Status MpiCycleTrigger::wait_for_cycle(const LocalWork& work, WakeSignal* wake,
-                                       std::optional<Clock::time_point> timer) {
-  return rank_ == 0 ? coordinator_wait(work, wake, timer) : worker_wait(work, wake);
+Status MpiCycleTrigger::wait_for_cycle(const LocalWork& work, std::optional<Clock::time_point> timer) {
+  return rank_ == 0 ? coordinator_wait(work, timer) : worker_wait(work);
 }
 
 Status MpiCycleTrigger::drain_doorbells(bool* requested) {
@@ -73,8 +72,7 @@ Status MpiCycleTrigger::drain_doorbells(bool* requested) {
   }
 }
 
-Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, WakeSignal* wake,
-                                         std::optional<Clock::time_point> timer) {
+Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, std::optional<Clock::time_point> timer) {
   auto sleep = kFirstSleep;
   while (true) {
     const bool local = work.pending();
@@ -90,7 +88,7 @@ Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, WakeSignal* wake
     }
     auto deadline = now + sleep;
     if (timer) deadline = std::min(deadline, *timer);
-    if (wake->wait_until(deadline)) {
+    if (wake_.wait_until(deadline)) {
       sleep = kFirstSleep;
     } else {
       sleep = std::min(sleep * 2, kIdleMaxSleep);  // no local work: see kIdleMaxSleep
@@ -115,7 +113,7 @@ Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, WakeSignal* wake
   return Status::OK();
 }
 
-Status MpiCycleTrigger::worker_wait(const LocalWork& work, WakeSignal* wake) {
+Status MpiCycleTrigger::worker_wait(const LocalWork& work) {
   if (start_recv_ == MPI_REQUEST_NULL) {
     int rc = MPI_Irecv(&start_in_, 1, MPI_UINT64_T, 0, kStartTag, comm_, &start_recv_);
     CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Irecv (cycle start)", rc));
@@ -140,7 +138,7 @@ Status MpiCycleTrigger::worker_wait(const LocalWork& work, WakeSignal* wake) {
     const auto now = Clock::now();
     if (now < spin_until) {
       sched_yield();
-    } else if (wake->wait_until(now + sleep)) {
+    } else if (wake_.wait_until(now + sleep)) {
       sleep = kFirstSleep;
     } else {
       sleep = std::min(sleep * 2, doorbell_sent_ ? kMaxSleep : kIdleMaxSleep);

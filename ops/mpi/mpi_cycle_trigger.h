@@ -26,18 +26,18 @@ class MpiCycleTrigger : public CycleTrigger {
   MpiCycleTrigger(MPI_Comm comm, double min_interval_ms);
   ~MpiCycleTrigger() override;
 
-  Status wait_for_cycle(const LocalWork& work, WakeSignal* wake,
-                        std::optional<Clock::time_point> timer) override;
+  WakeSignal* wake_signal() override { return &wake_; }
+  Status wait_for_cycle(const LocalWork& work, std::optional<Clock::time_point> timer) override;
   void set_min_interval_ms(double ms) override { min_interval_ = std::chrono::duration<double, std::milli>(ms); }
 
  private:
-  Status coordinator_wait(const LocalWork& work, WakeSignal* wake,
-                          std::optional<Clock::time_point> timer);
-  Status worker_wait(const LocalWork& work, WakeSignal* wake);
+  Status coordinator_wait(const LocalWork& work, std::optional<Clock::time_point> timer);
+  Status worker_wait(const LocalWork& work);
   // Consumes arrived doorbells; true if one asks for the next cycle.
   Status drain_doorbells(bool* requested);
 
   MPI_Comm comm_;
+  WakeSignal wake_;
   int rank_ = 0;
   int size_ = 1;
   std::chrono::duration<double, std::milli> min_interval_;

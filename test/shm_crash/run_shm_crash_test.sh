@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Runs shm_crash_probe under mpirun with one rank killed mid-allreduce and
-# checks that every survivor reported the dead rank (no hang: the whole job
-# has a deadline), and that the job left no shared-memory segment behind.
-# Usage: run_shm_crash_test.sh <mpirun> <shm_crash_probe> <np> <victim rank> <chunk>
+# Runs a crash probe (shm_crash_probe, trigger_crash_probe) under mpirun, in
+# which one rank is killed while the others wait for it, and checks that
+# every survivor reported the dead rank (no hang: the whole job has a
+# deadline), and that the job left no shared-memory segment behind.
+# Usage: run_shm_crash_test.sh <mpirun> <np> <probe> [probe arguments...]
 set -u
-mpirun=$1 probe=$2 np=$3 victim=$4 chunk=$5
+mpirun=$1 np=$2 probe=$3
+shift 3
 deadline=60
 output=$(mktemp)
 trap 'rm -f "$output"' EXIT
 # orte_enable_recovery: Open MPI would otherwise kill the survivors as soon
 # as the victim dies, before they can report what they saw.
 timeout --kill-after=5 "$deadline" "$mpirun" -np "$np" --oversubscribe --mca orte_enable_recovery 1 \
-  "$probe" "$victim" "$chunk" >"$output" 2>&1
+  "$probe" "$@" >"$output" 2>&1
 status=$?
 cat "$output"
 fail() { echo "shm crash test FAILED: $*"; exit 1; }
@@ -22,4 +24,4 @@ creator=$(sed -n 's/^SHM_CRASH_CREATOR pid=\([0-9]*\)$/\1/p' "$output")
 [[ -n $creator ]] || fail "rank 0 did not print its pid"
 left=$(ls /dev/shm | grep "^chorus-shm\.$creator\." || true)
 [[ -z $left ]] || fail "segments left in /dev/shm: $left"
-echo "shm crash test passed: $ok survivors reported rank $victim's death; nothing left in /dev/shm"
+echo "shm crash test passed: $ok survivors reported the killed rank; nothing left in /dev/shm"

@@ -1,0 +1,69 @@
+#include "wake_signal.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <ctime>
+
+namespace chorus {
+
+// The word may be shared between processes: its atomics must not hide a
+// lock, and the futex word must be a plain 32-bit int.
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "a shared wake word needs lock-free atomics");
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word must be a plain 32-bit int");
+
+namespace {
+
+// Not FUTEX_PRIVATE_FLAG: the word may be shared with other processes.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, const timespec* timeout) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, seen, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+void WakeWord::ring() {
+  // Sequentially consistent, pairing with wait_until(): a waiter that
+  // registered as a sleeper before this load is woken; one that registers
+  // after it sees the new word and does not sleep.
+  word.fetch_add(1);
+  if (sleepers.load() > 0) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+  }
+}
+
+void WakeWord::ring_from_peer() {
+  word.fetch_add(1);
+  if (peer_wakeable.load() > 0) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+  }
+}
+
+WakeSignal::WakeSignal() : word_(&own_), consumed_(0) {}
+
+WakeSignal::WakeSignal(WakeWord* shared) : word_(shared), consumed_(shared->word.load()) {}
+
+bool WakeSignal::wait_until(std::optional<Clock::time_point> deadline, bool woken_by_peers) {
+  while (true) {
+    const uint32_t now_word = word_->word.load();
+    if (now_word != consumed_) {
+      consumed_ = now_word;
+      return true;
+    }
+    timespec timeout{};
+    if (deadline) {
+      const auto left = *deadline - Clock::now();
+      if (left <= Clock::duration::zero()) return false;
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+      timeout.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+      timeout.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    }
+    word_->sleepers.fetch_add(1);
+    if (woken_by_peers) word_->peer_wakeable.fetch_add(1);
+    if (word_->word.load() == consumed_) futex_wait(&word_->word, consumed_, deadline ? &timeout : nullptr);
+    if (woken_by_peers) word_->peer_wakeable.fetch_sub(1);
+    word_->sleepers.fetch_sub(1);
+  }
+}
+
+}  // namespace chorus

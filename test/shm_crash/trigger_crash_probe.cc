@@ -1,0 +1,73 @@
+// trigger_crash_probe: rank 0 is killed (SIGKILL) while the other ranks have
+// asked it, through the shared-memory cycle trigger, to start a cycle; each
+// of them must get an error naming rank 0 instead of waiting forever. Run by
+// run_shm_crash_test.sh like shm_crash_probe, with the same report lines.
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ops/shm/shm_cycle_trigger.h"
+#include "ops/shm/shm_group.h"
+
+namespace chorus {
+namespace {
+
+int run() {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<int> pids(static_cast<size_t>(size));
+  const int mine = getpid();
+  MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("SHM_CRASH_CREATOR pid=%d\n", pids[0]);
+  std::fflush(stdout);
+
+  std::unique_ptr<ShmGroup> group;
+  Status status = ShmGroup::create(MPI_COMM_WORLD, ShmCycleTrigger::data_bytes(size), std::chrono::milliseconds(60000),
+                                   &group);
+  std::string failure;
+  if (!status.ok()) failure = "setup failed: " + status.to_string();
+  if (failure.empty()) {
+    ShmCycleTrigger trigger(std::move(group), 0.0);
+    const LocalWork work{[] { return true; }, [] { return uint64_t{1}; }, [] { return true; }};
+    // One cycle with everybody alive first.
+    status = trigger.wait_for_cycle(work, std::nullopt);
+    if (!status.ok()) failure = "the first cycle failed: " + status.to_string();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) raise(SIGKILL);
+    if (failure.empty()) {
+      const auto start = std::chrono::steady_clock::now();
+      status = trigger.wait_for_cycle(work, std::nullopt);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string expected = "rank 0 (pid " + std::to_string(pids[0]) + ") exited while rank " +
+                                   std::to_string(rank) + " was waiting for it to start a negotiation cycle";
+      if (status.ok()) {
+        failure = "a cycle started although rank 0 was killed";
+      } else if (status.message().find(expected) == std::string::npos) {
+        failure = "unexpected error (wanted '" + expected + "'): " + status.to_string();
+      } else if (status.code() != StatusCode::kAborted) {
+        failure = "wrong code: " + status.to_string();
+      }
+      std::printf("rank %d: error after %.3f s: %s\n", rank, seconds, status.message().c_str());
+    }
+  }
+  std::printf("SHM_CRASH_SURVIVOR rank=%d %s%s\n", rank, failure.empty() ? "ok" : "FAILED: ", failure.c_str());
+  std::fflush(stdout);
+  // Rank 0 is dead: MPI_Finalize could wait for it forever.
+  _exit(0);
+}
+
+}  // namespace
+}  // namespace chorus
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  return chorus::run();
+}
