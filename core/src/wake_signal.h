@@ -4,11 +4,12 @@
 // and the waiter sleeps in the kernel instead of spinning.
 //
 // The word may live in memory shared by the ranks of a host (WakeWord in a
-// segment): a peer's "start a cycle" or "I have work" then wakes this rank
-// exactly like a local enqueue does, and an idle rank can sleep without a
-// timeout. Every wake-up of an idle process is charged CPU by the platform
-// (growing with the memory it has used), so not waking at all is what keeps
-// an idle rank's cost near zero.
+// segment): a peer's "start a cycle" or "I have work" then rings the same
+// word as a local enqueue, and an idle rank can sleep without a timeout.
+// Every wake-up of an idle process is charged CPU by the platform (growing
+// with the memory it has used), so not waking at all is what keeps an idle
+// rank's cost near zero. A sleeper chooses whether a peer's ring ends its
+// sleep early (ShmCycleTrigger says when it does not want that).
 #pragma once
 
 #include <atomic>
