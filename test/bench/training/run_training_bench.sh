@@ -21,7 +21,8 @@
 #       [--impls ceiling,sync,chorus,ddp] [--steps N] [--warmup-steps N] [--json FILE]
 #       [--bench PATH] [--autotune-log-dir DIR]
 # Defaults: 3 rounds, both models, np=2, ceiling,sync,chorus,ddp; steps per
-# model: ref 50 warm-up + 600 timed, 25m 3 + 25. --bench uses that
+# model: ref 100 warm-up + 3000 timed (a ref step takes ~0.5 ms: shorter runs
+# swing with every scheduler hiccup), 25m 3 + 25. --bench uses that
 # chorus_train_bench (and the chorusrun of its build directory) instead of
 # building build/test/bench/chorus_train_bench and build/launcher/chorusrun.
 # sync and chorus get chorusrun's default process binding.
@@ -42,7 +43,7 @@ json=""
 bench=""
 autotune_log_dir=""
 while (($#)); do
-  [[ "$1" == -h || "$1" == --help ]] && { sed -n '2,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0; }
+  [[ "$1" == -h || "$1" == --help ]] && { sed -n '2,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0; }
   (($# >= 2)) || die "$1 needs a value"
   case "$1" in
     --rounds) rounds="$2" ;;
@@ -168,7 +169,7 @@ run_model() {
 
 for m in "${wanted[@]}"; do
   case "$m" in
-    ref) run_model ref 784-128-10 50 600 ;;
+    ref) run_model ref 784-128-10 100 3000 ;;
     25m) run_model 25m 784-4096-4096-1024-10 3 25 ;;
   esac
 done
