@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <thread>
 
 #include "chorus/status.h"
 #include "wake_signal.h"
@@ -52,6 +53,18 @@ inline void settle_burst(const LocalWork& work, std::chrono::microseconds quiet 
       last_change = Clock::now();
     }
   }
+}
+
+// Rank 0, once it has decided to start a cycle: lets a burst of its own
+// enqueues finish (when the cycle is for local work), then keeps the
+// minimum interval since the previous start.
+inline void before_cycle_start(const LocalWork& work, bool local_work,
+                               std::chrono::steady_clock::time_point previous_start,
+                               std::chrono::duration<double, std::milli> min_interval) {
+  if (local_work) settle_burst(work);
+  const auto earliest =
+      previous_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(min_interval);
+  if (std::chrono::steady_clock::now() < earliest) std::this_thread::sleep_until(earliest);
 }
 
 class CycleTrigger {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <string>
-#include <thread>
 
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_request_wait.h"
@@ -81,9 +80,7 @@ Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, std::optional<Cl
     const auto now = Clock::now();
     if (timer && now >= *timer) requested = true;
     if (requested) {
-      if (local) settle_burst(work);
-      const auto earliest = last_start_ + std::chrono::duration_cast<Clock::duration>(min_interval_);
-      if (now < earliest) std::this_thread::sleep_until(earliest);
+      before_cycle_start(work, local, last_start_, min_interval_);
       break;
     }
     auto deadline = now + sleep;

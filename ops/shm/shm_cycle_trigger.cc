@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
-#include <thread>
 
 #include "ops/shm/process_liveness.h"
 
@@ -99,9 +98,7 @@ Status ShmCycleTrigger::coordinator_wait(const LocalWork& work, std::optional<Cl
     const auto now = Clock::now();
     if (timer && now >= *timer) requested = true;
     if (requested) {
-      if (local) settle_burst(work);
-      const auto earliest = last_start_ + std::chrono::duration_cast<Clock::duration>(min_interval_);
-      if (now < earliest) std::this_thread::sleep_until(earliest);
+      before_cycle_start(work, local, last_start_, min_interval_);
       break;
     }
     wait_a_while(now, timer);
