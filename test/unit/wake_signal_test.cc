@@ -23,6 +23,13 @@ using std::chrono::steady_clock;
 
 constexpr auto kHangLimit = std::chrono::seconds(20);
 
+// Returns once a waiter has registered as a sleeper on `word` (it is inside,
+// or about to enter, its futex wait), so that a ring lands on a sleep.
+void wait_for_a_sleeper(const WakeWord& word) {
+  const auto limit = steady_clock::now() + kHangLimit;
+  while (word.sleepers.load() == 0 && steady_clock::now() < limit) std::this_thread::sleep_for(milliseconds(1));
+}
+
 TEST(WakeSignalTest, ARingIsRememberedUntilTheNextWait) {
   WakeSignal wake;
   wake.notify();
@@ -57,14 +64,14 @@ TEST(WakeSignalTest, APeersRingEndsOnlyASleepThatAcceptsIt) {
   // Not woken by peers: the ring is seen when the sleep's deadline ends it.
   const auto start = steady_clock::now();
   auto later = std::async(std::launch::async, [&] { return wake.wait_until(start + milliseconds(150), false); });
-  std::this_thread::sleep_for(milliseconds(20));
+  wait_for_a_sleeper(word);
   word.ring_from_peer();
   ASSERT_EQ(later.wait_for(kHangLimit), std::future_status::ready);
   EXPECT_TRUE(later.get());
   EXPECT_GE(steady_clock::now() - start, milliseconds(150));
   // Woken by peers, without a deadline: only the ring can end it.
   auto at_once = std::async(std::launch::async, [&] { return wake.wait_until(std::nullopt, true); });
-  std::this_thread::sleep_for(milliseconds(20));
+  wait_for_a_sleeper(word);
   word.ring_from_peer();
   ASSERT_EQ(at_once.wait_for(kHangLimit), std::future_status::ready) << "the peer's ring did not wake the waiter";
   EXPECT_TRUE(at_once.get());
