@@ -24,6 +24,9 @@ struct LocalWork {
   std::function<bool()> pending;        // something to negotiate
   std::function<uint64_t()> arrivals;   // grows with every enqueue
   std::function<bool()> caller_waits;   // a framework thread is blocked on a result
+  // This rank has collectives waiting for other ranks (its part of them is
+  // enqueued). A cycle can complete another rank's collective only then.
+  std::function<bool()> in_flight = [] { return true; };
 };
 
 // A framework thread usually enqueues a burst (the gradients of a backward

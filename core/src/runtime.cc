@@ -118,7 +118,8 @@ bool Runtime::has_local_work() const {
 void Runtime::background_loop() {
   pthread_setname_np(pthread_self(), "chorus-bg");
   const LocalWork work{[this] { return has_local_work(); }, [this] { return queue_.arrivals(); },
-                       [this] { return blocked_waiters_->load(std::memory_order_relaxed) > 0; }};
+                       [this] { return blocked_waiters_->load(std::memory_order_relaxed) > 0; },
+                       [this] { return queue_.holds_any(); }};
   while (true) {
     Status status;
     bool stop = false;

@@ -66,6 +66,7 @@ void TensorQueue::hold(Held* held, TensorEntry&& entry) {
   held->request_taken = false;
   new_entries_.push_back(held);
   new_count_.fetch_add(1, std::memory_order_release);
+  held_count_.fetch_add(1, std::memory_order_release);
   arrivals_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -89,6 +90,7 @@ TensorEntry TensorQueue::remove(InFlight::iterator it) {
     new_count_.store(new_entries_.size(), std::memory_order_release);
   }
   InFlight::node_type node = in_flight_.extract(it);
+  held_count_.store(in_flight_.size(), std::memory_order_release);
   TensorEntry entry = std::move(node.mapped().entry);
   if (spare_nodes_.size() < kMaxSpareNodes) spare_nodes_.push_back(std::move(node));
   return entry;
@@ -129,6 +131,7 @@ std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
   out.reserve(in_flight_.size());
   for (auto& item : in_flight_) out.push_back(std::move(item.second.entry));
   in_flight_.clear();
+  held_count_.store(0, std::memory_order_release);
   new_entries_.clear();
   new_count_.store(0, std::memory_order_release);
   return out;

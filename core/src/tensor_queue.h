@@ -31,6 +31,8 @@ class TensorQueue {
   // How many tensors were ever added; lets the background thread see a
   // burst of enqueues still growing without taking the lock.
   uint64_t arrivals() const { return arrivals_.load(std::memory_order_relaxed); }
+  // Whether any entry is in flight (added and not yet taken out).
+  bool holds_any() const { return held_count_.load(std::memory_order_acquire) > 0; }
   // The requests added since the last call, in the order they were added.
   std::vector<Request> take_new_requests();
   // Removes the entry for `name`; nullopt when this rank has none (a
@@ -81,6 +83,7 @@ class TensorQueue {
   std::atomic<size_t> new_count_{0};
   std::atomic<bool> closed_flag_{false};
   std::atomic<uint64_t> arrivals_{0};
+  std::atomic<size_t> held_count_{0};  // in_flight_.size(), readable without the lock
 };
 
 }  // namespace chorus

@@ -1,8 +1,8 @@
 // ShmCycleTrigger over a ShmGroup on MPI_COMM_WORLD (every rank of a ctest
 // job is on this host): every rank takes part in every cycle, whichever rank
 // has the work that asks for it (rank 0 itself, a worker that rings the
-// doorbell, a late rank), and rank 0's timer starts a cycle nobody asked
-// for. After each cycle an MPI_Allgather stands in for the negotiation (a
+// doorbell, a late rank), a doorbell waits while rank 0 has nothing in
+// flight, and rank 0's timer starts a cycle nobody asked for. After each cycle an MPI_Allgather stands in for the negotiation (a
 // collective every rank runs once per cycle) and checks that all ranks are
 // in the same cycle. A dead rank 0 is test/shm_crash's trigger scenario.
 #include <gtest/gtest.h>
@@ -67,6 +67,25 @@ TEST_F(ShmCycleTriggerTest, EveryRankWithWorkAtOnceStartsOneCycle) {
     const Status status = trigger_->wait_for_cycle(work, std::nullopt);
     ASSERT_TRUE(status.ok()) << "cycle " << cycle << ": " << status.to_string();
     expect_same_cycle_everywhere(cycle);
+  }
+}
+
+TEST_F(ShmCycleTriggerTest, ALoneDoorbellWaitsWhileRankZeroHasNothingInFlight) {
+  // Rank 1 asks; rank 0 has nothing of its own, so no collective could
+  // complete, and it starts the cycle only after kLoneDoorbellDelay (5 ms).
+  // With something of its own in flight it starts at once (not timed).
+  for (bool in_flight : {false, true}) {
+    const bool asks = rank_ == 1;
+    const LocalWork work{[&] { return asks; }, [] { return uint64_t{1}; }, [] { return true; },
+                         [&] { return in_flight; }};
+    if (asks) trigger_->wake_signal()->notify();
+    const auto start = Clock::now();
+    const Status status = trigger_->wait_for_cycle(work, std::nullopt);
+    ASSERT_TRUE(status.ok()) << status.to_string();
+    if (asks && !in_flight) {
+      EXPECT_GE(Clock::now() - start, milliseconds(5));
+    }
+    expect_same_cycle_everywhere(in_flight ? 1 : 0);
   }
 }
 

@@ -394,6 +394,23 @@ TEST(TensorQueueTest, AddWakesAThreadBlockedOnTheWakeSignal) {
   EXPECT_LT(steady_clock::now() - added, std::chrono::seconds(10));
 }
 
+TEST(TensorQueueTest, HoldsAnyWhileAnEntryIsInFlight) {
+  WakeSignal wake;
+  TensorQueue queue(0, &wake);
+  EXPECT_FALSE(queue.holds_any());
+  ASSERT_TRUE(queue.add(entries({"a", "b"})).ok());
+  EXPECT_TRUE(queue.holds_any());
+  (void)queue.take_new_requests();  // negotiated, still in flight
+  EXPECT_TRUE(queue.holds_any());
+  ASSERT_TRUE(queue.take("a").has_value());
+  EXPECT_TRUE(queue.holds_any());
+  ASSERT_EQ(queue.take_all_of({response("b")}).size(), 1u);
+  EXPECT_FALSE(queue.holds_any());
+  ASSERT_TRUE(queue.add(entries({"c"})).ok());
+  EXPECT_EQ(queue.close(Status::Aborted("stopped")).size(), 1u);
+  EXPECT_FALSE(queue.holds_any());
+}
+
 TEST(TensorQueueTest, AddLeavesTheWakeSignalSetForALaterWaiter) {
   WakeSignal wake;
   TensorQueue queue(0, &wake);
