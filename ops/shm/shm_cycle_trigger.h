@@ -2,7 +2,8 @@
 // segment instead of MPI messages.
 //
 // The protocol is MpiCycleTrigger's: rank 0 starts cycle k when it has
-// local work, another rank rang its doorbell for k, or its timer is due (not
+// local work, another rank rang its doorbell for k (held back while rank 0
+// has nothing in flight, see kLoneDoorbellDelay), or its timer is due (not
 // sooner than the minimum cycle interval after the previous start); the
 // other ranks ring the doorbell once per cycle when they have work and wait
 // for the start. Here a doorbell is the cycle number a rank writes into its
