@@ -34,8 +34,8 @@ constexpr std::chrono::microseconds kSpin{2000};
 // Then sleep with a backoff that doubles from kFirstSleep, as the MPI
 // trigger polls: while it lasts a peer's ring does not wake this rank; the
 // sleep ending does. Waking peers at once made the oversubscribed 200 x 4 KiB
-// step (np=4 on 2 cores) ~15% slower: each early wake-up of a rank that was
-// not ready yet took a core from one that was.
+// step (np=4 on 2 cores) 15-40% slower: each early wake-up of a rank that
+// was not ready yet took a core from one that was.
 constexpr std::chrono::microseconds kFirstSleep{20};
 // A rank that asked for a cycle backs off up to this; then it waits for the
 // start in kLivenessSlice sleeps that the start ends at once.
