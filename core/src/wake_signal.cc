@@ -1,26 +1,10 @@
 #include "wake_signal.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <ctime>
 
+#include "futex.h"
+
 namespace chorus {
-
-// The word may be shared between processes: its atomics must not hide a
-// lock, and the futex word must be a plain 32-bit int.
-static_assert(std::atomic<uint32_t>::is_always_lock_free, "a shared wake word needs lock-free atomics");
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word must be a plain 32-bit int");
-
-namespace {
-
-// Not FUTEX_PRIVATE_FLAG: the word may be shared with other processes.
-void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, const timespec* timeout) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, seen, timeout, nullptr, 0);
-}
-
-}  // namespace
 
 void WakeWord::ring() {
   // Sequentially consistent, pairing with wait_until(): a waiter that
@@ -28,14 +12,14 @@ void WakeWord::ring() {
   // after it sees the new word and does not sleep.
   word.fetch_add(1);
   if (sleepers.load() > 0) {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+    futex_wake(&word, 1);
   }
 }
 
 void WakeWord::ring_from_peer() {
   word.fetch_add(1);
   if (peer_wakeable.load() > 0) {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+    futex_wake(&word, 1);
   }
 }
 

@@ -1,9 +1,6 @@
 #include "ops/shm/shm_signals.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "futex.h"
 #include "ops/shm/process_liveness.h"
 
 namespace chorus {
@@ -39,7 +37,6 @@ using Clock = std::chrono::steady_clock;
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free &&
                   std::atomic<int64_t>::is_always_lock_free,
               "shared-memory signals need lock-free atomics");
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word must be a plain 32-bit int");
 
 // Pause-spins before the first yield: a peer on another core usually posts
 // within a microsecond or two, and a syscall would cost more.
@@ -96,7 +93,7 @@ void ShmSignals::ring_doorbell() {
   // the new word, which makes its futex_wait return at once).
   doorbell_->word.fetch_add(1);
   if (doorbell_->sleepers.load() > 0) {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&doorbell_->word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+    futex_wake(&doorbell_->word, INT_MAX);
   }
 }
 
@@ -131,8 +128,7 @@ bool ShmSignals::all_reached(Counter counter, uint64_t target) const {
 
 void ShmSignals::sleep_on_doorbell(uint32_t seen) {
   const timespec slice{0, kSliceNanoseconds};
-  // Not FUTEX_PRIVATE_FLAG: the word is shared with other processes.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&doorbell_->word), FUTEX_WAIT, seen, &slice, nullptr, 0);
+  futex_wait(&doorbell_->word, seen, &slice);
 }
 
 Status ShmSignals::check_peers(Counter counter, uint64_t target, Clock::duration waited,
