@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "crash_report.h"
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_group.h"
 
@@ -70,22 +71,14 @@ int run(int argc, char** argv) {
     const std::string expected = "rank " + std::to_string(victim) + " (pid " +
                                  std::to_string(pids[static_cast<size_t>(victim)]) + ") exited while rank " +
                                  std::to_string(rank) + " was waiting for it";
-    if (status.ok()) {
-      failure = "the allreduce succeeded although rank " + std::to_string(victim) + " was killed";
-    } else if (status.message().find(expected) == std::string::npos) {
-      failure = "unexpected error (wanted '" + expected + "'): " + status.to_string();
-    } else if (status.code() != StatusCode::kAborted) {
-      failure = "wrong code: " + status.to_string();
-    }
+    failure = wrong_crash_error(status, expected,
+                                "the allreduce succeeded although rank " + std::to_string(victim) + " was killed");
     std::printf("rank %d: error after %.3f s: %s\n", rank, seconds, status.message().c_str());
     // A later call must fail at once with the same error, not wait again.
     const Status again = algorithm.allreduce(data.data(), data.data(), 1, DataType::kFloat32, ReduceOp::kSum);
     if (failure.empty() && again.message() != status.message()) failure = "a later call did not fail: " + again.to_string();
   }
-  std::printf("SHM_CRASH_SURVIVOR rank=%d %s%s\n", rank, failure.empty() ? "ok" : "FAILED: ", failure.c_str());
-  std::fflush(stdout);
-  // A peer is dead: MPI_Finalize could wait for it forever.
-  _exit(0);
+  report_survivor_and_exit(rank, failure);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "crash_report.h"
 #include "ops/shm/shm_cycle_trigger.h"
 #include "ops/shm/shm_group.h"
 
@@ -48,20 +49,11 @@ int run() {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const std::string expected = "rank 0 (pid " + std::to_string(pids[0]) + ") exited while rank " +
                                    std::to_string(rank) + " was waiting for it to start a negotiation cycle";
-      if (status.ok()) {
-        failure = "a cycle started although rank 0 was killed";
-      } else if (status.message().find(expected) == std::string::npos) {
-        failure = "unexpected error (wanted '" + expected + "'): " + status.to_string();
-      } else if (status.code() != StatusCode::kAborted) {
-        failure = "wrong code: " + status.to_string();
-      }
+      failure = wrong_crash_error(status, expected, "a cycle started although rank 0 was killed");
       std::printf("rank %d: error after %.3f s: %s\n", rank, seconds, status.message().c_str());
     }
   }
-  std::printf("SHM_CRASH_SURVIVOR rank=%d %s%s\n", rank, failure.empty() ? "ok" : "FAILED: ", failure.c_str());
-  std::fflush(stdout);
-  // Rank 0 is dead: MPI_Finalize could wait for it forever.
-  _exit(0);
+  report_survivor_and_exit(rank, failure);
 }
 
 }  // namespace
