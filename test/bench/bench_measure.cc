@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "thread_stats.h"
+
 namespace chorus_bench {
 namespace {
 
@@ -50,6 +52,16 @@ double cpu_seconds() {
     return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
   };
   return to_seconds(usage.ru_utime) + to_seconds(usage.ru_stime);
+}
+
+// The largest figure, or -1 (unknown) if any rank's is unknown.
+double max_or_unknown(const std::vector<double>& per_rank) {
+  double max = 0.0;
+  for (double v : per_rank) {
+    if (v < 0.0) return -1.0;
+    max = std::max(max, v);
+  }
+  return max;
 }
 
 chorus::Tensor float_tensor(std::vector<float>* buffer) {
@@ -216,18 +228,36 @@ IdleResult Bench::idle_cpu() {
   if (options_.idle_seconds <= 0.0) return result;
   result.measured = true;
   result.seconds = options_.idle_seconds;
+  const std::string background = chorus_test::thread_dir_named("chorus-bg");
   MPI_Barrier(comm_);
   // Let the last cycle of the runtime finish before the window opens.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const chorus_test::ThreadStats background_start = chorus_test::read_thread_stats(background);
   const double cpu_start = cpu_seconds();
   const Clock::time_point wall_start = Clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(options_.idle_seconds));
   const double cpu = cpu_seconds() - cpu_start;
+  const chorus_test::ThreadStats background_end = chorus_test::read_thread_stats(background);
   const double wall = seconds_since(wall_start);
-  double percent = wall > 0.0 ? 100.0 * cpu / wall : 0.0;
-  result.percent_per_rank.assign(rank_ == 0 ? static_cast<size_t>(size_) : 0, 0.0);
-  MPI_Gather(&percent, 1, MPI_DOUBLE, result.percent_per_rank.data(), 1, MPI_DOUBLE, 0, comm_);
-  for (double p : result.percent_per_rank) result.max_percent = std::max(result.max_percent, p);
+  // A rank that cannot read its background thread's figures reports -1
+  // (the report prints "unknown"), so a missing figure is never read as 0.
+  const bool background_ok = background_start.ok && background_end.ok && wall > 0.0;
+  const double mine[3] = {
+      wall > 0.0 ? 100.0 * cpu / wall : 0.0,
+      background_ok ? 100.0 * 1e-9 * static_cast<double>(background_end.cpu_ns - background_start.cpu_ns) / wall
+                    : -1.0,
+      background_ok ? static_cast<double>(background_end.context_switches - background_start.context_switches)
+                    : -1.0};
+  std::vector<double> all(rank_ == 0 ? static_cast<size_t>(3 * size_) : 0);
+  MPI_Gather(mine, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, comm_);
+  for (size_t r = 0; 3 * r < all.size(); ++r) {
+    result.percent_per_rank.push_back(all[3 * r]);
+    result.background_percent_per_rank.push_back(all[3 * r + 1]);
+    result.background_wakeups_per_rank.push_back(all[3 * r + 2]);
+  }
+  result.max_percent = max_or_unknown(result.percent_per_rank);
+  result.background_max_percent = max_or_unknown(result.background_percent_per_rank);
+  result.background_max_wakeups = max_or_unknown(result.background_wakeups_per_rank);
   return result;
 }
 

@@ -39,11 +39,18 @@ struct LatencyResult {
   Stats mpi;
 };
 
+// Rank 0 holds every rank's figures. The process figure counts every thread
+// (the main thread's own wake-up at the end of the window, Open MPI's
+// threads); the background figure counts Chorus's background thread alone.
 struct IdleResult {
   bool measured = false;
   double seconds = 0.0;
-  std::vector<double> percent_per_rank;  // CPU time / wall time x 100, rank 0 only
+  std::vector<double> percent_per_rank;  // process CPU time / wall time x 100
   double max_percent = 0.0;
+  std::vector<double> background_percent_per_rank;  // background thread's CPU time / wall time x 100
+  double background_max_percent = 0.0;
+  std::vector<double> background_wakeups_per_rank;  // times the background thread ran (context switches)
+  double background_max_wakeups = 0.0;
 };
 
 class Bench {

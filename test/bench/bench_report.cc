@@ -111,14 +111,29 @@ void print_idle(const IdleResult& idle) {
     std::printf("\nidle CPU: not measured (--idle-seconds 0)\n");
     return;
   }
-  std::string per_rank;
-  for (double p : idle.percent_per_rank) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, " %.1f%%", p);
-    per_rank += buf;
+  auto per_rank = [](const std::vector<double>& values, const char* format) {
+    std::string out;
+    for (double v : values) {
+      char buf[32];
+      if (v < 0.0) {
+        std::snprintf(buf, sizeof buf, " unknown");
+      } else {
+        std::snprintf(buf, sizeof buf, format, v);
+      }
+      out += buf;
+    }
+    return out;
+  };
+  std::printf("\nidle CPU over %.1f s, nothing queued, main thread asleep, %% of one core:\n", idle.seconds);
+  if (idle.background_max_percent < 0.0) {
+    std::printf("  background thread: unknown (no readable thread named chorus-bg)\n");
+  } else {
+    std::printf("  background thread: max %.2f%% (per rank:%s), ran max %.0f times (per rank:%s)\n",
+                idle.background_max_percent, per_rank(idle.background_percent_per_rank, " %.2f%%").c_str(),
+                idle.background_max_wakeups, per_rank(idle.background_wakeups_per_rank, " %.0f").c_str());
   }
-  std::printf("\nidle CPU over %.1f s, nothing queued, main thread asleep: max %.1f%% of one core "
-              "(per rank:%s)\n", idle.seconds, idle.max_percent, per_rank.c_str());
+  std::printf("  whole process:     max %.2f%% (per rank:%s)\n", idle.max_percent,
+              per_rank(idle.percent_per_rank, " %.2f%%").c_str());
   std::fflush(stdout);
 }
 
@@ -164,11 +179,22 @@ bool write_json(const Results& r, const std::string& path, std::string* error) {
   if (!r.idle.measured) {
     o << "null\n}\n";
   } else {
-    o << "{\"seconds\": " << json_number(r.idle.seconds) << ", \"percent_per_rank\": [";
-    for (size_t i = 0; i < r.idle.percent_per_rank.size(); ++i) {
-      o << (i ? ", " : "") << json_number(r.idle.percent_per_rank[i]);
-    }
-    o << "], \"max_percent\": " << json_number(r.idle.max_percent) << "}\n}\n";
+    // Unknown figures (-1) are written as null.
+    auto list = [&](const std::vector<double>& values) {
+      std::string out = "[";
+      for (size_t i = 0; i < values.size(); ++i) {
+        out += (i ? ", " : "") + (values[i] < 0.0 ? std::string("null") : json_number(values[i]));
+      }
+      return out + "]";
+    };
+    auto number = [&](double v) { return v < 0.0 ? std::string("null") : json_number(v); };
+    o << "{\"seconds\": " << json_number(r.idle.seconds)
+      << ", \"percent_per_rank\": " << list(r.idle.percent_per_rank)
+      << ", \"max_percent\": " << json_number(r.idle.max_percent)
+      << ",\n    \"background_thread\": {\"percent_per_rank\": " << list(r.idle.background_percent_per_rank)
+      << ", \"max_percent\": " << number(r.idle.background_max_percent)
+      << ", \"wakeups_per_rank\": " << list(r.idle.background_wakeups_per_rank)
+      << ", \"max_wakeups\": " << number(r.idle.background_max_wakeups) << "}}\n}\n";
   }
   std::ofstream file(path);
   if (file) file << o.str();

@@ -6,8 +6,9 @@
 //      waited) vs 200 MPI_Allreduce calls vs one MPI_Allreduce of the packed
 //      800 KiB (pack and unpack copies included);
 //   c. the latency of one 4 KiB allreduce, submit to wait;
-//   d. the CPU the process burns while idle (nothing queued, main thread
-//      asleep), as % of one core, per rank.
+//   d. the CPU an idle rank burns (nothing queued, main thread asleep), as %
+//      of one core, per rank: its background thread alone, and the whole
+//      process.
 // The application owns MPI here (MPI_THREAD_MULTIPLE), as a training program
 // that also makes its own MPI calls would.
 #include <mpi.h>

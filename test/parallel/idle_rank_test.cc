@@ -5,49 +5,16 @@
 // ctest job is on one host, where the cycle trigger goes through shared
 // memory; then a collective after the idle window checks that a sleeping
 // rank still wakes for work.
-#include <dirent.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/harness.h"
+#include "thread_stats.h"
 
 namespace chorus_test {
 namespace {
-
-// The background thread's id, found by its name.
-std::string background_thread_dir() {
-  const std::string tasks = "/proc/self/task";
-  DIR* dir = opendir(tasks.c_str());
-  if (dir == nullptr) return "";
-  std::string found;
-  while (dirent* entry = readdir(dir)) {
-    const std::string path = tasks + "/" + entry->d_name;
-    std::ifstream comm(path + "/comm");
-    std::string name;
-    if (std::getline(comm, name) && name == "chorus-bg") found = path;
-  }
-  closedir(dir);
-  return found;
-}
-
-// voluntary_ctxt_switches + nonvoluntary_ctxt_switches of a thread.
-long context_switches(const std::string& thread_dir) {
-  std::ifstream status(thread_dir + "/status");
-  std::string line;
-  long total = 0;
-  while (std::getline(status, line)) {
-    const auto colon = line.find(':');
-    if (colon != std::string::npos && line.find("ctxt_switches") != std::string::npos) {
-      total += std::stol(line.substr(colon + 1));
-    }
-  }
-  return total;
-}
 
 class IdleRank : public ChorusSuite {};
 
@@ -60,7 +27,7 @@ TEST_F(IdleRank, BackgroundThreadDoesNotRunWhileNothingIsQueued) {
                                         {chorus::ReduceOp::kSum}));
     EXPECT_EQ(data[0], static_cast<float>(size() * (size() + 1) / 2));
   }
-  const std::string thread = background_thread_dir();
+  const std::string thread = thread_dir_named("chorus-bg");
   ASSERT_FALSE(thread.empty()) << "no thread named chorus-bg in this process";
   // The background thread backs off for ~40 ms after its last cycle
   // (ShmCycleTrigger); wait that out, then watch it for a second. The
@@ -68,11 +35,13 @@ TEST_F(IdleRank, BackgroundThreadDoesNotRunWhileNothingIsQueued) {
   // collective out of the others' windows: it would rightly wake them.
   test_barrier();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const long before = context_switches(thread);
+  const ThreadStats before = read_thread_stats(thread);
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const long after = context_switches(thread);
+  const ThreadStats after = read_thread_stats(thread);
   test_barrier();
-  EXPECT_EQ(after - before, 0) << "the idle background thread ran " << after - before << " times in 1 s";
+  ASSERT_TRUE(before.ok && after.ok) << "cannot read " << thread << "/schedstat or /status";
+  EXPECT_EQ(after.context_switches - before.context_switches, 0)
+      << "the idle background thread ran " << after.context_switches - before.context_switches << " times in 1 s";
 
   // Still wakes for work.
   std::vector<float> data(16, static_cast<float>(rank() + 1));

@@ -83,6 +83,9 @@ def check_chorus_bench(doc, where):
     idle = doc.get("idle_cpu")
     if idle is not None:
         require(idle, "max_percent", (int, float), f"{where}: idle_cpu")
+        background = idle.get("background_thread")  # absent in runs made before it was measured
+        if background is not None and background.get("max_percent") is not None:
+            require(background, "max_percent", (int, float), f"{where}: idle_cpu: background_thread")
 
 
 def check_gloo(doc, where):

@@ -33,6 +33,10 @@ def ratio(v):
     return DASH if v is None else num(v) + "x"
 
 
+def percent(v):
+    return DASH if v is None else f"{v:.2f}%"
+
+
 def duration(seconds):
     if seconds is None:
         return DASH
@@ -140,16 +144,18 @@ def small_step_section(run, pieces, png_rel):
                     for s in steps])
     lines += ["", "The same runs also measured the latency of one 4 KiB allreduce (submit to wait) and the "
                   "CPU a rank burns while idle (nothing queued, main thread asleep; max over ranks, % of one "
-                  "core):", ""]
+                  "core): Chorus's background thread alone (the kernel's count for that thread), and the "
+                  "whole process (every thread, Open MPI's included, and the main thread's own wake-up at "
+                  "the end of the window):", ""]
     rows = []
     for np in nps:
         li = fig.latency_idle(pieces, np)
         for config, label in (("shm", "shared memory"), ("mpi", "MPI path")):
             d = li[config]
             rows.append([str(np), f"Chorus ({label})", duration(d["chorus"]), duration(d["mpi"]),
-                         ratio(d["ratio"]), DASH if d["idle_percent"] is None else f"{d['idle_percent']:.1f}%"])
+                         ratio(d["ratio"]), percent(d["idle_background_percent"]), percent(d["idle_percent"])])
     lines += table(["np", "configuration", "Chorus latency", "MPI_Allreduce latency", "Chorus vs MPI",
-                    "idle CPU"], rows)
+                    "idle CPU, background thread", "idle CPU, whole process"], rows)
     used, labels = [], []
     for np in nps:
         used += [fig.find_piece(pieces, "chorus_bench", np, c) for c in ("shm", "mpi")] + [fig.find_piece(pieces, "gloo", np)]

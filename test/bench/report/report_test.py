@@ -187,9 +187,13 @@ class SmallStepAndLatency(GeneratorRun):
         # By hand: np=4, MPI's 200 calls take 12 ms against Chorus's 1 ms.
         self.assertEqual(step[2][3], "12.0 ms")
         self.assertEqual(step[2][7], "12.0x")
-        self.assertEqual(latency[1], ["2", "Chorus (shared memory)", "40.0 us", "4.00 us", "0.100x", "1.5%"])
+        self.assertEqual(latency[1], ["2", "Chorus (shared memory)", "40.0 us", "4.00 us", "0.100x", "0.25%",
+                                      "1.50%"])
         self.assertEqual(latency[4][:2], ["4", "Chorus (MPI path)"])
-        self.assertEqual(latency[4][5], "1.2%")
+        self.assertEqual(latency[4][5:], ["0.50%", "1.20%"])
+        # A run from before the background thread was measured alone: no figure, not 0.
+        self.assertEqual(latency[2][:2], ["2", "Chorus (MPI path)"])
+        self.assertEqual(latency[2][5], "–")
 
 
 class TrainingSection(GeneratorRun):
