@@ -139,11 +139,13 @@ bool Bench::prepare(std::string* error) {
 }
 
 std::vector<Stats> Bench::alternate(int warmup, int repeats,
-                                    const std::vector<std::function<void()>>& variants) {
+                                    const std::vector<std::function<void()>>& variants,
+                                    const std::function<void(size_t)>& before_each) {
   std::vector<std::vector<double>> samples(variants.size());
   for (auto& s : samples) s.reserve(static_cast<size_t>(repeats));
   for (int round = 0; round < warmup + repeats; ++round) {
     for (size_t v = 0; v < variants.size(); ++v) {
+      if (before_each) before_each(v);
       MPI_Barrier(comm_);
       const Clock::time_point start = Clock::now();
       variants[v]();
@@ -166,18 +168,29 @@ std::vector<AllreduceRow> Bench::allreduce_sweep() {
     std::vector<float>& buffer = sweep_buffers_[s];
     const chorus::Tensor& tensor = sweep_tensors_[s];
     const std::string& name = sweep_names_[s];
+    // Every timed operation but the warm copy starts from its input just
+    // written by its own rank, as a gradient is after backward. Without this,
+    // each operation inherits the cache state the previous one left in the
+    // shared buffer. Measured at np=2, 16 MiB: a buffer that MPI_Allreduce's
+    // single-copy transport had just used cost the shared-memory allreduce
+    // ~0.3 ms more than one it had used itself. The reverse made MPI ~0.5 ms
+    // faster. So the order of the variants decided part of their ratio.
+    auto copy = [&] {
+      if (rank_ == 0) std::memcpy(copy_target_.data(), buffer.data(), buffer.size() * sizeof(float));
+    };
     const std::vector<Stats> stats = alternate(
         options_.warmup, options_.repeats,
         {[&] { chorus::allreduce_async(name, tensor, sum_).wait(); },
-         [&] { mpi_allreduce(buffer.data(), buffer.size()); },
-         [&] {
-           if (rank_ == 0) std::memcpy(copy_target_.data(), buffer.data(), buffer.size() * sizeof(float));
-         }});
+         [&] { mpi_allreduce(buffer.data(), buffer.size()); }, copy, copy},
+        [&](size_t variant) {
+          if (variant < 3) std::fill(buffer.begin(), buffer.end(), 0.0f);
+        });
     AllreduceRow row;
     row.bytes = options_.sizes[s];
     row.chorus = stats[0];
     row.mpi = stats[1];
     row.memcpy = stats[2];
+    row.memcpy_warm = stats[3];
     rows.push_back(row);
   }
   return rows;

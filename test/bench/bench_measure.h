@@ -20,9 +20,13 @@ struct AllreduceRow {
   size_t bytes = 0;
   Stats chorus;  // allreduce_async(...).wait(), in place
   Stats mpi;     // MPI_Allreduce(MPI_IN_PLACE, ...)
-  // Rank 0 alone memcpy()s `bytes` from the buffer into a scratch buffer
-  // (both warm): the one-core copy bandwidth the allreduce is held against.
+  // Rank 0 alone memcpy()s `bytes` from the buffer into a scratch buffer:
+  // the one-core copy bandwidth the allreduce is held against. Like the
+  // allreduces, it starts from a buffer just written by its rank.
   Stats memcpy;
+  // The same copy straight after it, from a source the copy has just read:
+  // the faster figure, shown beside the ceiling.
+  Stats memcpy_warm;
 };
 
 struct SmallStepResult {
@@ -72,9 +76,11 @@ class Bench {
 
  private:
   // Runs `warmup` untimed and `repeats` timed rounds; each round runs every
-  // variant once, in order. Returns one Stats per variant.
+  // variant once, in order, each after before_each(its index) (untimed, if
+  // given) and a barrier. Returns one Stats per variant.
   std::vector<Stats> alternate(int warmup, int repeats,
-                               const std::vector<std::function<void()>>& variants);
+                               const std::vector<std::function<void()>>& variants,
+                               const std::function<void(size_t)>& before_each = nullptr);
   void mpi_allreduce(float* data, size_t count);
 
   MPI_Comm comm_;

@@ -57,6 +57,7 @@ def allreduce_rows(pieces, np):
             "mpi_busbw_beside_path": busbw(n, p["mpi"]["median_s"], np) if p else None,
             "gloo_busbw": busbw(n, g["gloo"]["median_s"], np) if g else None,
             "memcpy_Bps": r.get("memcpy_Bps"),
+            "memcpy_warm_Bps": r.get("memcpy_warm_Bps"),  # absent in runs made before it was measured
             # Above 1: the first named is faster. Each against its own run's MPI.
             "shm_vs_mpi": t_mpi / t_shm,
             "path_vs_mpi": p["mpi"]["median_s"] / p["chorus"]["median_s"] if p else None,

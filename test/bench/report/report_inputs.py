@@ -69,8 +69,9 @@ def check_chorus_bench(doc, where):
         require_time(row, "chorus", at)
         require_time(row, "mpi", at)
         # The memcpy ceiling is optional: older chorus_bench builds do not measure it.
-        if "memcpy_Bps" in row and require(row, "memcpy_Bps", (int, float), at) <= 0:
-            raise ReportError(f"{at}: 'memcpy_Bps' should be positive, got {row['memcpy_Bps']}")
+        for key in ("memcpy_Bps", "memcpy_warm_Bps"):
+            if key in row and require(row, key, (int, float), at) <= 0:
+                raise ReportError(f"{at}: '{key}' should be positive, got {row[key]}")
     small = require(doc, "small_tensors", dict, where)
     require(small, "tensors", int, f"{where}: small_tensors")
     require(small, "bytes_each", int, f"{where}: small_tensors")

@@ -90,8 +90,11 @@ def header_section(run, results_label):
         "Definitions: times are medians over timed rounds after warm-up; each round starts with a barrier "
         "and counts as long as its slowest rank. **busbw** = bytes / time x 2(n-1)/n (what each rank "
         "sends and receives in a ring allreduce, per second; at np=2 it equals bytes / time). The "
-        "**memcpy ceiling** is bytes / time of one `memcpy` of the same size between two warm buffers "
-        "by one rank alone. A ratio *A vs B* is B's time / A's time (or A's rate / B's rate): above 1, "
+        "**memcpy ceiling** is bytes / time of one `memcpy` of the same size by one rank alone. Every "
+        "allreduce and that copy start from a buffer just written by its rank, as a gradient is after "
+        "backward (without that, each inherited the cache state the one before it left in the shared "
+        "buffer, and their order decided part of the ratio); the copy repeated at once from the source it "
+        "has just read (*warm source*) is shown beside it. A ratio *A vs B* is B's time / A's time (or A's rate / B's rate): above 1, "
         "A is faster. With more ranks than cores the ranks are oversubscribed "
         f"({m['nproc']} cores here).", ""]
     return lines
@@ -111,11 +114,11 @@ def allreduce_section(run, pieces, png_rel):
         lines += table(
             ["size", "Chorus shm busbw GB/s", "Chorus MPI-path busbw GB/s", "MPI_Allreduce busbw GB/s",
              "MPI_Allreduce (beside MPI path) GB/s", "gloo busbw GB/s", "memcpy GB/s",
-             "shm vs MPI", "MPI path vs MPI", "shm vs gloo", "shm / memcpy"],
+             "shm vs MPI", "MPI path vs MPI", "shm vs gloo", "shm / memcpy", "memcpy, warm source GB/s"],
             [[size_label(r["bytes"]), gbps(r["shm_busbw"]), gbps(r["mpi_path_busbw"]), gbps(r["mpi_busbw"]),
               gbps(r["mpi_busbw_beside_path"]), gbps(r["gloo_busbw"]), gbps(r["memcpy_Bps"]),
               ratio(r["shm_vs_mpi"]), ratio(r["path_vs_mpi"]), ratio(r["shm_vs_gloo"]),
-              num(r["shm_of_memcpy"])] for r in rows])
+              num(r["shm_of_memcpy"]), gbps(r["memcpy_warm_Bps"])] for r in rows])
         if all(r["memcpy_Bps"] is None for r in rows):
             lines += ["", "The memcpy ceiling is not drawn: this `chorus_bench` wrote no `memcpy_Bps` "
                           "(built before the memcpy measurement existed)."]

@@ -126,6 +126,8 @@ class AllreduceSection(GeneratorRun):
                         s["memcpy_Bps"] / 1e9 if "memcpy_Bps" in s else None,
                         t["mpi"] / t["shm"], t["mpi2"] / t["path"], t["gloo"] / t["shm"] if t["gloo"] else None,
                         expected_busbw_gbps(n, t["shm"], np) * 1e9 / s["memcpy_Bps"] if "memcpy_Bps" in s else None]
+                want.append(s["memcpy_warm_Bps"] / 1e9 if "memcpy_warm_Bps" in s else None)
+                self.assertEqual(len(row), len(want) + 1)
                 for i, (cell, w) in enumerate(zip(row[1:], want)):
                     self.assertClose(cell, w, f"np={np} {row[0]} column '{rows[0][i + 1]}'")
 
