@@ -7,6 +7,7 @@
 
 #include "ops/kernels/ordered_reduce.h"
 #include "ops/kernels/scale.h"
+#include "ops/kernels/streaming_copy.h"
 
 namespace chorus {
 namespace {
@@ -136,6 +137,22 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
     const int64_t end = std::min(n, lines * (rank + 1) / ranks * line_elements);
     return Share{begin * esize, (end - begin) * esize};
   };
+  // From chunk kStages on, this allreduce rewrites slots that the peers read
+  // a few chunks ago and still hold: streaming stores skip fetching those
+  // lines back (ops/kernels/streaming_copy.h). The first chunks' slots have
+  // sat idle since the previous allreduce, and a peer reads them faster from
+  // a cache than from memory.
+  auto to_slot = [&](int64_t chunk, char* to, const char* from, int64_t bytes) {
+    if (chunk >= kStages) {
+      copy_streaming(to, from, static_cast<size_t>(bytes));
+    } else {
+      std::memcpy(to, from, static_cast<size_t>(bytes));
+    }
+  };
+  auto post = [&](ShmSignals::Counter counter, int64_t chunk) {
+    if (chunk >= kStages) streaming_stores_done();
+    signals.post(counter, first + static_cast<uint64_t>(chunk) + 1);
+  };
   auto copy_in = [&](int64_t chunk) {
     const uint64_t seq = first + static_cast<uint64_t>(chunk);
     char* mine = slot(seq, me);
@@ -144,11 +161,11 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
       const Share share = share_of(chunk, r);
       (void)message.each(chunk * chunk_elements * esize + share.offset, share.bytes,
                          [&](const char* from, char*, int64_t bytes, int64_t offset) {
-                           std::memcpy(mine + share.offset + offset, from, static_cast<size_t>(bytes));
+                           to_slot(chunk, mine + share.offset + offset, from, bytes);
                            return Status::OK();
                          });
     }
-    signals.post(ShmSignals::kArrived, seq + 1);
+    post(ShmSignals::kArrived, chunk);
     chunk_copied_in(chunk);
   };
   auto describe = [&](const char* step, int64_t chunk) {
@@ -175,7 +192,7 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
                             CHORUS_RETURN_IF_ERROR(
                                 reduce_ranks_in_order_to(ReducedOutput{out, factor}, sources, ranks, n, dtype, op));
                           }
-                          std::memcpy(slot(seq, me) + share.offset + offset, out, static_cast<size_t>(bytes));
+                          to_slot(chunk, slot(seq, me) + share.offset + offset, out, bytes);
                           return Status::OK();
                         });
   };
@@ -189,7 +206,7 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
     if (!status.ok()) break;
     status = reduce_my_share(chunk, sources.data());
     if (!status.ok()) break;
-    signals.post(ShmSignals::kReduced, seq + 1);
+    post(ShmSignals::kReduced, chunk);
     if (chunk + 1 < chunks) copy_in(chunk + 1);
     status = signals.wait_all(ShmSignals::kReduced, seq + 1, describe("reduce", chunk));
     if (!status.ok()) break;

@@ -1,7 +1,8 @@
 // Kernels of the shared-memory allreduce: the branch-free float16
 // conversions (widen_float16, narrow_to_float16) against the scalar ones for
 // every half and a spread of floats, and reduce_ranks_in_order against a
-// pairwise fold in rank order, including output aliasing an input.
+// pairwise fold in rank order, including output aliasing an input; and
+// copy_streaming against the bytes it was given, at every alignment.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "ops/kernels/ordered_reduce.h"
 #include "ops/kernels/reduce.h"
 #include "ops/kernels/scale.h"
+#include "ops/kernels/streaming_copy.h"
 
 namespace chorus {
 namespace {
@@ -215,6 +217,33 @@ TEST(ShmKernels, ReduceAndScaleInOnePassEqualsReduceThenScale) {
                             .ok());
             EXPECT_EQ(inputs[0], expected) << what << " in place";
           }
+        }
+      }
+    }
+  }
+}
+
+TEST(ShmKernels, StreamingCopyCopiesEveryByteAtEveryAlignmentAndLeavesTheRestAlone) {
+  // Sizes around the 16-byte head and the 64-byte lines, and a large one;
+  // every target and source offset within a 16-byte unit.
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n <= 200; ++n) sizes.push_back(n);
+  sizes.push_back((256 << 10) + 37);
+  std::mt19937 random(7);
+  for (size_t bytes : sizes) {
+    std::vector<unsigned char> source(bytes + 16);
+    for (auto& b : source) b = static_cast<unsigned char>(random());
+    for (size_t to_offset = 0; to_offset < 16; ++to_offset) {
+      for (size_t from_offset : {size_t{0}, size_t{3}, size_t{8}, size_t{15}}) {
+        if (bytes > 1000 && from_offset != 3) continue;  // the large size: a few offsets suffice
+        std::vector<unsigned char> target(bytes + 48, 0xA5);
+        copy_streaming(target.data() + 16 + to_offset, source.data() + from_offset, bytes);
+        streaming_stores_done();
+        for (size_t i = 0; i < target.size(); ++i) {
+          const bool copied = i >= 16 + to_offset && i < 16 + to_offset + bytes;
+          const unsigned char expected = copied ? source[from_offset + i - 16 - to_offset] : 0xA5;
+          ASSERT_EQ(target[i], expected) << "byte " << i << " of a " << bytes << "-byte copy to offset "
+                                         << to_offset << " from offset " << from_offset;
         }
       }
     }
