@@ -6,9 +6,10 @@
 // it writes them, everyone reads them. Counters never go back, so there is
 // nothing to reset between collectives and no ABA problem.
 //
-// Waiting for the others: poll briefly (a few pause instructions, then
-// sched_yield, so an oversubscribed core runs the peer being waited for),
-// then sleep on a futex "doorbell" word in the segment that every post bumps.
+// Waiting for the others: poll (a few pause instructions, then sched_yield,
+// so an oversubscribed core runs the peer being waited for) for up to a
+// millisecond, then sleep on a futex "doorbell" word in the segment that
+// every post bumps.
 // Sleeps are sliced: between slices the waiter checks that the ranks it is
 // waiting for are still alive and that its deadline has not passed, so a
 // dead or stuck peer becomes an error naming it, never a hang.
