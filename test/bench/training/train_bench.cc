@@ -9,6 +9,13 @@
 //                  as long as the slowest rank's (without Chorus at all)
 // Prints one JSON line on rank 0: global samples per second over the timed
 // steps. The model, optimizer (Adam), batch and data match ddp_baseline.py.
+// --phase-times: each rank also prints (stderr) the median of each phase of
+// its timed steps: forward (with zero_grad and the loss), backward,
+// synchronize (chorus: the DistributedOptimizer's synchronize(), the
+// optimizer step then skipping it; sync: the barrier) and the optimizer step.
+// Where a step's time goes, e.g. which rank waits for which.
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -57,18 +64,48 @@ torch::nn::Sequential make_mlp(const std::vector<int64_t>& layers) {
   return net;
 }
 
+// Per-phase durations of the timed steps.
+class PhaseTimes {
+ public:
+  static constexpr const char* kNames[] = {"forward", "backward", "synchronize", "optimizer"};
+  using Clock = std::chrono::steady_clock;
+
+  void record(const std::array<Clock::time_point, 5>& marks) {
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      samples_[i].push_back(std::chrono::duration<double, std::micro>(marks[i + 1] - marks[i]).count());
+    }
+  }
+  std::string medians() const {
+    std::string out;
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      std::vector<double> sorted = samples_[i];
+      std::sort(sorted.begin(), sorted.end());
+      const double median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
+      char text[64];
+      std::snprintf(text, sizeof(text), "%s%s %.1f", i ? ", " : "", kNames[i], median);
+      out += text;
+    }
+    return out;
+  }
+
+ private:
+  std::array<std::vector<double>, 4> samples_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode, layers_text;
   int64_t batch = 64, warmup = 0, steps = 0;
+  bool phase_times = false;
   po::options_description desc("chorus_train_bench options");
   desc.add_options()("help,h", "this help")(
       "mode", po::value(&mode)->default_value("chorus"), "local | chorus | sync")(
       "layers", po::value(&layers_text)->default_value("784-128-10"), "MLP widths")(
       "batch-size", po::value(&batch)->default_value(64), "samples per rank per step")(
       "warmup-steps", po::value(&warmup)->default_value(20), "untimed steps first")(
-      "steps", po::value(&steps)->default_value(200), "timed steps");
+      "steps", po::value(&steps)->default_value(200), "timed steps")(
+      "phase-times", po::bool_switch(&phase_times), "print each rank's median time per phase (stderr)");
   try {
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -113,13 +150,35 @@ int main(int argc, char** argv) {
     auto inputs = torch::randn({pool, batch, layers.front()});
     auto labels = torch::randint(layers.back(), {pool, batch}, torch::kLong);
 
+    PhaseTimes phases;
     auto train_step = [&](int64_t step) {
       const int64_t b = step % pool;
+      if (!phase_times || step < warmup) {
+        if (distributed_optimizer) distributed_optimizer->zero_grad(); else adam.zero_grad();
+        auto loss = torch::nn::functional::cross_entropy(model->forward(inputs[b]), labels[b]);
+        loss.backward();
+        if (distributed_optimizer) distributed_optimizer->step(); else adam.step();
+        if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
+        return;
+      }
+      std::array<PhaseTimes::Clock::time_point, 5> marks;
+      marks[0] = PhaseTimes::Clock::now();
       if (distributed_optimizer) distributed_optimizer->zero_grad(); else adam.zero_grad();
       auto loss = torch::nn::functional::cross_entropy(model->forward(inputs[b]), labels[b]);
+      marks[1] = PhaseTimes::Clock::now();
       loss.backward();
-      if (distributed_optimizer) distributed_optimizer->step(); else adam.step();
+      marks[2] = PhaseTimes::Clock::now();
+      if (distributed_optimizer) distributed_optimizer->synchronize();
       if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
+      marks[3] = PhaseTimes::Clock::now();
+      if (distributed_optimizer) {
+        auto skip = distributed_optimizer->skip_synchronize();
+        distributed_optimizer->step();
+      } else {
+        adam.step();
+      }
+      marks[4] = PhaseTimes::Clock::now();
+      phases.record(marks);
     };
     // All ranks start and stop the clock together.
     auto meet = [&] {
@@ -133,6 +192,10 @@ int main(int argc, char** argv) {
     meet();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (phase_times) {
+      std::fprintf(stderr, "chorus_train_bench: rank %d of %d, %s mode, median us per phase over %lld steps: %s\n",
+                   rank, size, mode.c_str(), static_cast<long long>(steps), phases.medians().c_str());
+    }
     int64_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += p.numel();
     if (rank == 0) {
