@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -153,32 +154,32 @@ int main(int argc, char** argv) {
     PhaseTimes phases;
     auto train_step = [&](int64_t step) {
       const int64_t b = step % pool;
-      if (!phase_times || step < warmup) {
-        if (distributed_optimizer) distributed_optimizer->zero_grad(); else adam.zero_grad();
-        auto loss = torch::nn::functional::cross_entropy(model->forward(inputs[b]), labels[b]);
-        loss.backward();
-        if (distributed_optimizer) distributed_optimizer->step(); else adam.step();
-        if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
-        return;
-      }
+      const bool timed = phase_times && step >= warmup;
       std::array<PhaseTimes::Clock::time_point, 5> marks;
-      marks[0] = PhaseTimes::Clock::now();
+      auto mark = [&](size_t i) {
+        if (timed) marks[i] = PhaseTimes::Clock::now();
+      };
+      mark(0);
       if (distributed_optimizer) distributed_optimizer->zero_grad(); else adam.zero_grad();
       auto loss = torch::nn::functional::cross_entropy(model->forward(inputs[b]), labels[b]);
-      marks[1] = PhaseTimes::Clock::now();
+      mark(1);
       loss.backward();
-      marks[2] = PhaseTimes::Clock::now();
-      if (distributed_optimizer) distributed_optimizer->synchronize();
-      if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
-      marks[3] = PhaseTimes::Clock::now();
+      mark(2);
+      // Timed steps wait for the gradients (or the barrier) apart from the
+      // optimizer step, to tell the two apart.
+      if (timed && distributed_optimizer) distributed_optimizer->synchronize();
+      if (timed && sync_only) MPI_Barrier(MPI_COMM_WORLD);
+      mark(3);
       if (distributed_optimizer) {
-        auto skip = distributed_optimizer->skip_synchronize();
+        std::optional<chorus::torch::DistributedOptimizer::SkipSynchronize> already_synchronized;
+        if (timed) already_synchronized.emplace(*distributed_optimizer);
         distributed_optimizer->step();
       } else {
         adam.step();
       }
-      marks[4] = PhaseTimes::Clock::now();
-      phases.record(marks);
+      if (!timed && sync_only) MPI_Barrier(MPI_COMM_WORLD);
+      mark(4);
+      if (timed) phases.record(marks);
     };
     // All ranks start and stop the clock together.
     auto meet = [&] {
