@@ -7,6 +7,10 @@
 #            gradients exchanged, one MPI_Barrier per step, so every step
 #            lasts as long as the slowest rank's (chorus_train_bench --mode
 #            sync): the bound of any synchronous data-parallel training here
+#   mpi      data parallel written by hand without Chorus: after backward
+#            the training thread allreduces one buffer of all gradients with
+#            MPI_Allreduce (chorus_train_bench --mode mpi): the bound plus
+#            what the exchange itself costs on this machine's Open MPI
 #   chorus   chorus_train_bench --mode chorus under chorusrun -np N, as users
 #            run it (DistributedOptimizer; at np=1 one rank through the runtime)
 #   chorus_autotune  the same with CHORUS_AUTOTUNE=1 (only when asked for in
@@ -18,7 +22,7 @@
 # process, same malloc tunables, batch 64 per rank, Adam, synthetic data.
 # Prints global samples/s (median and best of the rounds) and the ratios.
 #   test/bench/training/run_training_bench.sh [--rounds N] [--models ref,25m] [--np 2]
-#       [--impls ceiling,sync,chorus,ddp] [--steps N] [--warmup-steps N] [--json FILE]
+#       [--impls ceiling,sync,mpi,chorus,ddp] [--steps N] [--warmup-steps N] [--json FILE]
 #       [--bench PATH] [--autotune-log-dir DIR]
 # Defaults: 3 rounds, both models, np=2, ceiling,sync,chorus,ddp; steps per
 # model: ref 100 warm-up + 3000 timed (a ref step takes ~0.5 ms: shorter runs
@@ -43,7 +47,7 @@ json=""
 bench=""
 autotune_log_dir=""
 while (($#)); do
-  [[ "$1" == -h || "$1" == --help ]] && { sed -n '2,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0; }
+  [[ "$1" == -h || "$1" == --help ]] && { sed -n '2,32s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0; }
   (($# >= 2)) || die "$1 needs a value"
   case "$1" in
     --rounds) rounds="$2" ;;
@@ -66,12 +70,12 @@ IFS=',' read -ra nps <<<"$np_list"
 ((${#nps[@]})) || die "--np: expected a comma-separated list of rank counts like 1,2,4, got '$np_list'"
 for n in "${nps[@]}"; do positive "--np (in '$np_list')" "$n"; done
 IFS=',' read -ra impl_list <<<"$impls"
-((${#impl_list[@]})) || die "--impls: expected a list of ceiling, sync, chorus, chorus_autotune, ddp, got '$impls'"
+((${#impl_list[@]})) || die "--impls: expected a list of ceiling, sync, mpi, chorus, chorus_autotune, ddp, got '$impls'"
 for i in "${impl_list[@]}"; do
   case "$i" in
-    ceiling | sync | chorus | ddp) ;;
+    ceiling | sync | mpi | chorus | ddp) ;;
     chorus_autotune) [[ -n "$autotune_log_dir" ]] || autotune_log_dir=$(mktemp -d) ;;
-    *) die "--impls: unknown implementation '$i' (expected ceiling, sync, chorus, chorus_autotune, ddp)" ;;
+    *) die "--impls: unknown implementation '$i' (expected ceiling, sync, mpi, chorus, chorus_autotune, ddp)" ;;
   esac
 done
 IFS=',' read -ra wanted <<<"$models"
@@ -156,6 +160,7 @@ run_model() {
         case "$impl" in
           ceiling) run_ceiling "$np" "${common[@]}" ;;
           sync) run_job sync "$np" -- "${common[@]}" ;;
+          mpi) run_job mpi "$np" -- "${common[@]}" ;;
           chorus) run_job chorus "$np" -- "${common[@]}" ;;
           chorus_autotune)
             run_job chorus "$np" CHORUS_AUTOTUNE=1 \

@@ -7,20 +7,29 @@
 //                  MPI_Barrier per step: the bound any synchronous
 //                  data-parallel step meets here, as every step then lasts
 //                  as long as the slowest rank's (without Chorus at all)
+//   --mode mpi     under mpirun: data parallel written by hand, without
+//                  Chorus: after backward the training thread copies the
+//                  gradients into one buffer, MPI_Allreduce sums it in
+//                  place, and it divides and copies back (no overlap, no
+//                  background thread): what a job pays for the exchange
+//                  itself on this machine's Open MPI
 // Prints one JSON line on rank 0: global samples per second over the timed
 // steps. The model, optimizer (Adam), batch and data match ddp_baseline.py.
 // --phase-times: each rank also prints (stderr) the median of each phase of
 // its timed steps: forward (with zero_grad and the loss), backward,
 // synchronize (chorus: the DistributedOptimizer's synchronize(), the
-// optimizer step then skipping it; sync: the barrier) and the optimizer step.
+// optimizer step then skipping it; sync: the barrier; mpi: the allreduce
+// with its copies) and the optimizer step.
 // Where a step's time goes, e.g. which rank waits for which.
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -76,14 +85,18 @@ class PhaseTimes {
       samples_[i].push_back(std::chrono::duration<double, std::micro>(marks[i + 1] - marks[i]).count());
     }
   }
-  std::string medians() const {
+  std::string summary() const {
     std::string out;
     for (size_t i = 0; i < samples_.size(); ++i) {
       std::vector<double> sorted = samples_[i];
       std::sort(sorted.begin(), sorted.end());
       const double median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
-      char text[64];
-      std::snprintf(text, sizeof(text), "%s%s %.1f", i ? ", " : "", kNames[i], median);
+      double sum = 0;
+      for (double v : sorted) sum += v;
+      const double mean = sorted.empty() ? 0.0 : sum / static_cast<double>(sorted.size());
+      const double p90 = sorted.empty() ? 0.0 : sorted[sorted.size() * 9 / 10];
+      char text[96];
+      std::snprintf(text, sizeof(text), "%s%s %.1f/%.1f/%.1f", i ? ", " : "", kNames[i], median, mean, p90);
       out += text;
     }
     return out;
@@ -101,7 +114,7 @@ int main(int argc, char** argv) {
   bool phase_times = false;
   po::options_description desc("chorus_train_bench options");
   desc.add_options()("help,h", "this help")(
-      "mode", po::value(&mode)->default_value("chorus"), "local | chorus | sync")(
+      "mode", po::value(&mode)->default_value("chorus"), "local | chorus | sync | mpi")(
       "layers", po::value(&layers_text)->default_value("784-128-10"), "MLP widths")(
       "batch-size", po::value(&batch)->default_value(64), "samples per rank per step")(
       "warmup-steps", po::value(&warmup)->default_value(20), "untimed steps first")(
@@ -115,8 +128,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     po::notify(vm);
-    if (mode != "local" && mode != "chorus" && mode != "sync") {
-      throw std::invalid_argument("--mode must be 'local', 'chorus' or 'sync', got '" + mode + "'");
+    if (mode != "local" && mode != "chorus" && mode != "sync" && mode != "mpi") {
+      throw std::invalid_argument("--mode must be 'local', 'chorus', 'sync' or 'mpi', got '" + mode + "'");
     }
     if (batch <= 0 || warmup < 0 || steps <= 0) {
       throw std::invalid_argument("--batch-size and --steps must be > 0, --warmup-steps >= 0");
@@ -125,12 +138,14 @@ int main(int argc, char** argv) {
     torch::set_num_threads(1);
     const bool distributed = mode == "chorus";
     const bool sync_only = mode == "sync";
+    const bool bare_mpi = mode == "mpi";
+    const bool uses_mpi = sync_only || bare_mpi;
     int rank = 0, size = 1;
     if (distributed) {
       chorus::init();
       rank = chorus::rank();
       size = chorus::size();
-    } else if (sync_only) {
+    } else if (uses_mpi) {
       MPI_Init(&argc, &argv);
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -151,6 +166,28 @@ int main(int argc, char** argv) {
     auto inputs = torch::randn({pool, batch, layers.front()});
     auto labels = torch::randint(layers.back(), {pool, batch}, torch::kLong);
 
+    // --mode mpi: the gradients' flat buffer, and views of its pieces.
+    torch::Tensor flat;
+    std::vector<torch::Tensor> pieces;
+    auto allreduce_by_hand = [&] {
+      if (!flat.defined()) {
+        int64_t total = 0;
+        for (const auto& p : model->parameters()) total += p.numel();
+        flat = torch::empty({total});
+        int64_t at = 0;
+        for (const auto& p : model->parameters()) {
+          pieces.push_back(flat.narrow(0, at, p.numel()).view(p.sizes()));
+          at += p.numel();
+        }
+      }
+      const auto params = model->parameters();
+      for (size_t i = 0; i < params.size(); ++i) pieces[i].copy_(params[i].grad());
+      MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+      flat.div_(size);
+      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad().copy_(pieces[i]);
+    };
+
     PhaseTimes phases;
     auto train_step = [&](int64_t step) {
       const int64_t b = step % pool;
@@ -169,6 +206,7 @@ int main(int argc, char** argv) {
       // optimizer step, to tell the two apart.
       if (timed && distributed_optimizer) distributed_optimizer->synchronize();
       if (timed && sync_only) MPI_Barrier(MPI_COMM_WORLD);
+      if (bare_mpi) allreduce_by_hand();
       mark(3);
       if (distributed_optimizer) {
         std::optional<chorus::torch::DistributedOptimizer::SkipSynchronize> already_synchronized;
@@ -184,7 +222,7 @@ int main(int argc, char** argv) {
     // All ranks start and stop the clock together.
     auto meet = [&] {
       if (distributed) chorus::barrier();
-      if (sync_only) MPI_Barrier(MPI_COMM_WORLD);
+      if (uses_mpi) MPI_Barrier(MPI_COMM_WORLD);
     };
     for (int64_t s = 0; s < warmup; ++s) train_step(s);
     meet();
@@ -193,9 +231,31 @@ int main(int argc, char** argv) {
     meet();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // A data-parallel run whose ranks' parameters drifted apart timed something
+    // else than data-parallel training.
+    if (distributed || bare_mpi) {
+      auto checksum = torch::zeros({1}, torch::kFloat64);
+      for (const auto& p : model->parameters()) checksum += p.to(torch::kFloat64).sum();
+      torch::Tensor all;
+      if (distributed) {
+        all = chorus::torch::allgather(checksum, "chorus_train_bench.parameter_checksum");
+      } else {
+        all = torch::empty({size}, torch::kFloat64);
+        MPI_Allgather(checksum.data_ptr<double>(), 1, MPI_DOUBLE, all.data_ptr<double>(), 1, MPI_DOUBLE,
+                      MPI_COMM_WORLD);
+      }
+      const double spread = (all.max() - all.min()).item<double>();
+      if (spread > 1e-6 * (1.0 + std::abs(checksum.item<double>()))) {
+        std::ostringstream sums;
+        sums.precision(17);
+        for (int64_t r = 0; r < all.numel(); ++r) sums << (r ? ", " : "") << all[r].item<double>();
+        throw std::runtime_error("the ranks' parameters differ after training (their sums by rank: " + sums.str() +
+                                 "), so the gradients were not averaged across ranks");
+      }
+    }
     if (phase_times) {
-      std::fprintf(stderr, "chorus_train_bench: rank %d of %d, %s mode, median us per phase over %lld steps: %s\n",
-                   rank, size, mode.c_str(), static_cast<long long>(steps), phases.medians().c_str());
+      std::fprintf(stderr, "chorus_train_bench: rank %d of %d, %s mode, us per phase (median/mean/p90) over %lld steps: %s\n",
+                   rank, size, mode.c_str(), static_cast<long long>(steps), phases.summary().c_str());
     }
     int64_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += p.numel();
@@ -210,7 +270,7 @@ int main(int argc, char** argv) {
     }
     distributed_optimizer.reset();
     if (distributed) chorus::shutdown();
-    if (sync_only) MPI_Finalize();
+    if (uses_mpi) MPI_Finalize();
   } catch (const std::exception& e) {
     std::cerr << "chorus_train_bench: error: " << e.what() << "\n";
     return 1;

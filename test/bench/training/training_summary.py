@@ -15,12 +15,14 @@ RATIOS = {
     "chorus_vs_ceiling": ("chorus", "ceiling"),
     "chorus_vs_sync": ("chorus", "sync"),
     "sync_vs_ceiling": ("sync", "ceiling"),
+    "mpi_vs_ceiling": ("mpi", "ceiling"),
+    "chorus_vs_mpi": ("chorus", "mpi"),
     "chorus_vs_ddp": ("chorus", "ddp"),
     "ddp_vs_ceiling": ("ddp", "ceiling"),
     "autotune_vs_chorus": ("chorus_autotune", "chorus"),
     "autotune_vs_ceiling": ("chorus_autotune", "ceiling"),
 }
-IMPL_ORDER = ("ceiling", "sync", "chorus", "chorus_autotune", "ddp")
+IMPL_ORDER = ("ceiling", "sync", "mpi", "chorus", "chorus_autotune", "ddp")
 
 
 def load_rows(path):
