@@ -15,8 +15,8 @@
 //                  itself on this machine's Open MPI
 // Prints one JSON line on rank 0: global samples per second over the timed
 // steps. The model, optimizer (Adam), batch and data match ddp_baseline.py.
-// --phase-times: each rank also prints (stderr) the median of each phase of
-// its timed steps: forward (with zero_grad and the loss), backward,
+// --phase-times: each rank also prints (stderr) the median, mean and 90th
+// percentile of each phase of its timed steps: forward (with zero_grad and the loss), backward,
 // synchronize (chorus: the DistributedOptimizer's synchronize(), the
 // optimizer step then skipping it; sync: the barrier; mpi: the allreduce
 // with its copies) and the optimizer step.
@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -173,6 +174,11 @@ int main(int argc, char** argv) {
       if (!flat.defined()) {
         int64_t total = 0;
         for (const auto& p : model->parameters()) total += p.numel();
+        if (total > std::numeric_limits<int>::max()) {
+          throw std::invalid_argument("--mode mpi sums all gradients in one MPI_Allreduce of at most " +
+                                      std::to_string(std::numeric_limits<int>::max()) + " floats; --layers " +
+                                      layers_text + " has " + std::to_string(total) + " parameters");
+        }
         flat = torch::empty({total});
         int64_t at = 0;
         for (const auto& p : model->parameters()) {
