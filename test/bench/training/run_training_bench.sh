@@ -29,7 +29,7 @@
 # swing with every scheduler hiccup), 25m 3 + 25. --bench uses that
 # chorus_train_bench (and the chorusrun of its build directory) instead of
 # building build/test/bench/chorus_train_bench and build/launcher/chorusrun.
-# sync and chorus get chorusrun's default process binding.
+# sync, mpi and chorus get chorusrun's default process binding.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
