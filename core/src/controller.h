@@ -20,7 +20,9 @@
 //     in its message table; a name that every non-joined rank has requested
 //     is checked for agreement (op, dtype, shape, root, reduce op, scale
 //     factors, group) and becomes a response or an error response naming the
-//     two disagreeing ranks and their values. Join, shutdown and stall
+//     two disagreeing ranks and their values; an error for a member of a
+//     group fails the group's other members still waiting (in the table or
+//     ready on only some ranks) with it. Join, shutdown and stall
 //     shutdown responses are added here. The list is broadcast; every rank
 //     caches the successful responses in list order.
 // The result is the fast-path responses followed by the slow-path ones.
@@ -105,14 +107,23 @@ class Controller {
   bool evict_invalid(const std::vector<uint64_t>& bits);
   void take_fast_path(const std::vector<uint64_t>& bits, std::vector<Response>* responses);
   Status run_slow_path(std::vector<Response>* responses);
+  // Coordinator: the groups that failed validation this cycle, each with the
+  // error every member of it fails with.
+  using FailedGroups = std::map<std::string, std::string>;
   // Coordinator: folds gathered requests into the table and returns the
   // responses that became ready, in a deterministic order.
   std::vector<Response> coordinate(const std::vector<std::vector<Request>>& by_rank);
   // Coordinator: true when every rank that must take part has requested.
   bool complete(const TableEntry& entry) const;
   // Coordinator: moves every complete table entry (in first-seen order) to `out`.
-  void emit_complete(std::vector<Response>* out);
-  Response make_response(const std::string& name, const TableEntry& entry) const;
+  void emit_complete(std::vector<Response>* out, FailedGroups* failed_groups);
+  // An error response records the groups of its requests in `failed_groups`.
+  Response make_response(const std::string& name, const TableEntry& entry, FailedGroups* failed_groups) const;
+  // Coordinator: a group runs as a unit, so once one member has failed, its
+  // other members (which the ranks may even hold in different numbers) fail
+  // with the same error instead of waiting for ranks that will never send
+  // them: those still in the table and those ready on only some ranks.
+  void fail_rest_of_groups(const FailedGroups& failed_groups, std::vector<Response>* out);
   // Caches a slow-path response and resolves `mine`, this rank's request for
   // it (nullptr when this rank has none).
   void finish(const Response& response, PendingRequest* mine);

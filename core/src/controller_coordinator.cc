@@ -10,6 +10,7 @@ namespace chorus {
 
 std::vector<Response> Controller::coordinate(const std::vector<std::vector<Request>>& by_rank) {
   std::vector<Response> out;
+  FailedGroups failed_groups;
   int shutdown_rank = -1;
   // Folding in rank order, each rank's requests in its submission order,
   // makes the response order a function of the gathered data alone.
@@ -24,7 +25,7 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
         joined_ranks_.insert(r);
         last_joined_rank_ = r;  // ranks fold in ascending order: ties go to the highest
         // Allreduces waiting only for ranks that have now joined can run.
-        emit_complete(&out);
+        emit_complete(&out, &failed_groups);
         if (static_cast<int>(joined_ranks_.size()) == size_) {
           Response join;
           join.type = Response::Type::kJoin;
@@ -42,12 +43,15 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
       if (inserted) table_order_.push_back(request.name);
       it->second.by_rank[r] = std::move(request);
       if (complete(it->second)) {
-        out.push_back(make_response(it->first, it->second));
+        out.push_back(make_response(it->first, it->second, &failed_groups));
         table_order_.erase(std::find(table_order_.begin(), table_order_.end(), it->first));
         table_.erase(it);
       }
     }
   }
+  // After the whole fold: a rank submits all members of a group at once, so
+  // by now every member any rank holds is in the table or cached.
+  fail_rest_of_groups(failed_groups, &out);
   if (shutdown_rank >= 0) {
     Response stop;
     stop.type = Response::Type::kShutdown;
@@ -77,12 +81,12 @@ bool Controller::complete(const TableEntry& entry) const {
   return true;
 }
 
-void Controller::emit_complete(std::vector<Response>* out) {
+void Controller::emit_complete(std::vector<Response>* out, FailedGroups* failed_groups) {
   std::vector<std::string> still_waiting;
   for (const std::string& name : table_order_) {
     auto it = table_.find(name);
     if (complete(it->second)) {
-      out->push_back(make_response(name, it->second));
+      out->push_back(make_response(name, it->second, failed_groups));
       table_.erase(it);
     } else {
       still_waiting.push_back(name);
@@ -91,12 +95,16 @@ void Controller::emit_complete(std::vector<Response>* out) {
   table_order_ = std::move(still_waiting);
 }
 
-Response Controller::make_response(const std::string& name, const TableEntry& entry) const {
+Response Controller::make_response(const std::string& name, const TableEntry& entry,
+                                   FailedGroups* failed_groups) const {
   Response response;
   response.name = name;
   if (auto mismatch = find_mismatch(entry.by_rank)) {
     response.type = Response::Type::kError;
     response.error_message = std::move(*mismatch);
+    for (const auto& [r, request] : entry.by_rank) {
+      if (!request.group.empty()) failed_groups->emplace(request.group, response.error_message);
+    }
     return response;
   }
   // All ranks agree; the lowest rank's request speaks for them.
@@ -127,6 +135,44 @@ Response Controller::make_response(const std::string& name, const TableEntry& en
       break;
   }
   return response;
+}
+
+void Controller::fail_rest_of_groups(const FailedGroups& failed_groups, std::vector<Response>* out) {
+  if (failed_groups.empty()) return;
+  const auto error_for = [&](const std::string& name, const std::string& group) {
+    Response response;
+    response.type = Response::Type::kError;
+    response.name = name;
+    response.error_message = failed_groups.at(group);
+    return response;
+  };
+  const auto failed_group_of = [&](const TableEntry& entry) -> const std::string* {
+    for (const auto& [r, request] : entry.by_rank) {
+      if (failed_groups.count(request.group)) return &request.group;
+    }
+    return nullptr;
+  };
+  std::vector<std::string> still_waiting;
+  for (const std::string& name : table_order_) {
+    auto it = table_.find(name);
+    if (const std::string* group = failed_group_of(it->second)) {
+      out->push_back(error_for(name, *group));
+      table_.erase(it);
+    } else {
+      still_waiting.push_back(name);
+    }
+  }
+  table_order_ = std::move(still_waiting);
+  // Members that some ranks found in the response cache are ready there and
+  // would wait for the others forever: they fail too.
+  for (const std::string& name : partial_cached_) {
+    const auto slot = cache_.slot_of(name);
+    if (!slot) continue;
+    const std::string& group = cache_.response(*slot).group;
+    if (!failed_groups.count(group)) continue;
+    const bool answered = std::any_of(out->begin(), out->end(), [&](const Response& r) { return r.name == name; });
+    if (!answered) out->push_back(error_for(name, group));
+  }
 }
 
 void Controller::feed_stall_inspector(Clock::time_point now) {

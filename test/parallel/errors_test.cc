@@ -207,6 +207,44 @@ TEST_F(Mismatch, Operation) {
                   true);
 }
 
+// A group whose member count differs between ranks: every member on every
+// rank fails with the group's mismatch, the extra members of the larger
+// group included (they have no partner on the other ranks), in both
+// directions, and also when the members were in the response cache from an
+// earlier, agreeing run of the group.
+class GroupMismatch : public Mismatch {
+ protected:
+  Handle group_of(const std::string& name, int members) {
+    std::vector<chorus::Tensor> tensors;
+    for (int i = 0; i < members; ++i) tensors.push_back(members_[static_cast<size_t>(i)].tensor());
+    return chorus::grouped_allreduce_async(name, tensors, tensors);
+  }
+  void expect_group_mismatch(const std::string& name, int even_members, int odd_members) {
+    const std::string expected = "Mismatched group for allreduce '" + name + ".0': rank 0 has group '" + name +
+                                 "' of " + std::to_string(even_members) + ", rank 1 has group '" + name + "' of " +
+                                 std::to_string(odd_members);
+    expect_mismatch([&] { return group_of(name, even_members); }, [&] { return group_of(name, odd_members); },
+                    expected);
+  }
+  std::vector<Buffer> members_{Buffer(DataType::kFloat32, {2, 3}), Buffer(DataType::kFloat32, {2, 3}),
+                               Buffer(DataType::kFloat32, {2, 3})};
+};
+
+TEST_F(GroupMismatch, MoreMembersOnOneRank) { expect_group_mismatch("mm.group.more", 1, 2); }
+
+TEST_F(GroupMismatch, FewerMembersOnOneRank) { expect_group_mismatch("mm.group.fewer", 3, 1); }
+
+TEST_F(GroupMismatch, MembersCachedFromAnEarlierRun) {
+  for (int run = 0; run < 2; ++run) {
+    const chorus::Status status = outcome([&] { return group_of("mm.group.cached", 3); });
+    ASSERT_TRUE(is_ok(status)) << "run " << run;
+  }
+  // Rank 1's members 0 and 1 are cache hits now; rank 0 changes the group.
+  expect_group_mismatch("mm.group.cached", 2, 3);
+  // And the group runs again once the ranks agree.
+  EXPECT_TRUE(is_ok(outcome([&] { return group_of("mm.group.cached", 3); })));
+}
+
 TEST_F(Mismatch, NameAlreadyInFlightThrowsOnThatRank) {
   // Rank 1 submits first, alone, so its collective cannot complete; its
   // second submission under the same name must throw at once. The others
