@@ -7,6 +7,7 @@
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/mpi/mpi_cycle_trigger.h"
+#include "ops/mpi/mpi_topology.h"
 #include "logging.h"
 #include "ops/shm/host_backend.h"
 #include "ops/shm/shm_backend.h"
@@ -21,7 +22,9 @@ Status Communication::create(const Config& config, std::unique_ptr<Communication
   CHORUS_RETURN_IF_ERROR(MpiContext::create(&comm->mpi_));
   comm->topology_ = comm->mpi_->topology();
   comm->transport_ = std::make_unique<MpiControllerTransport>(comm->mpi_->control_comm());
-  comm->create_trigger(config);
+  LocalPeers peers;
+  CHORUS_RETURN_IF_ERROR(discover_local_peers(comm->mpi_->control_comm(), comm->topology_, &peers));
+  comm->create_trigger(config, std::move(peers));
   // Priority order: device backends first once they exist; then host memory:
   // MPI, with shared-memory allreduce in front when the job is on one host.
   std::unique_ptr<Backend> host;
@@ -37,7 +40,7 @@ Status Communication::create(const Config& config, std::unique_ptr<Communication
   return Status::OK();
 }
 
-void Communication::create_trigger(const Config& config) {
+void Communication::create_trigger(const Config& config, LocalPeers peers) {
   if (topology_.nodes == 1) {
     // Nothing waits on the trigger's shared memory but the trigger itself,
     // whose waits check rank 0's liveness on their own.
@@ -46,13 +49,13 @@ void Communication::create_trigger(const Config& config) {
     const Status status = ShmGroup::create(mpi_->trigger_comm(), ShmCycleTrigger::data_bytes(topology_.size),
                                            kUnusedPeerTimeout, &group);
     if (status.ok()) {
-      trigger_ = std::make_unique<ShmCycleTrigger>(std::move(group), config.cycle_time_ms);
+      trigger_ = std::make_unique<ShmCycleTrigger>(std::move(group), config.cycle_time_ms, std::move(peers));
       return;
     }
     // The same outcome on every rank (ShmGroup::create).
     if (topology_.rank == 0) CHORUS_LOG(kWarning, "cycle trigger over MPI: " << status.message());
   }
-  trigger_ = std::make_unique<MpiCycleTrigger>(mpi_->trigger_comm(), config.cycle_time_ms);
+  trigger_ = std::make_unique<MpiCycleTrigger>(mpi_->trigger_comm(), config.cycle_time_ms, std::move(peers));
 }
 
 void Communication::negotiate_through_shm(const Config& config) {

@@ -13,6 +13,7 @@
 #include "controller_transport.h"
 #include "cycle_trigger.h"
 #include "ops/backend_registry.h"
+#include "ops/local_peers.h"
 #include "topology.h"
 
 namespace chorus {
@@ -42,8 +43,8 @@ class Communication {
   Communication() = default;
   // On one host, a cycle trigger through shared memory, so that idle ranks
   // sleep until something concerns them; otherwise (or when the segment
-  // cannot be set up) over MPI.
-  void create_trigger(const Config& config);
+  // cannot be set up) over MPI. Either watches `peers` while it waits for them.
+  void create_trigger(const Config& config, LocalPeers peers);
   // Wraps the MPI negotiation transport in the shared-memory one.
   void negotiate_through_shm(const Config& config);
   // Declared first so it is destroyed last: it may finalize MPI.

@@ -32,8 +32,8 @@ constexpr std::chrono::microseconds kIdleMaxSleep{32000};
 
 }  // namespace
 
-MpiCycleTrigger::MpiCycleTrigger(MPI_Comm comm, double min_interval_ms)
-    : comm_(comm), min_interval_(min_interval_ms) {
+MpiCycleTrigger::MpiCycleTrigger(MPI_Comm comm, double min_interval_ms, LocalPeers peers)
+    : comm_(comm), peers_(std::move(peers)), min_interval_(min_interval_ms) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
 }
@@ -83,6 +83,8 @@ Status MpiCycleTrigger::coordinator_wait(const LocalWork& work, std::optional<Cl
       before_cycle_start(work, local, last_start_, min_interval_);
       break;
     }
+    // With collectives in flight the next cycle needs the others' parts.
+    CHORUS_RETURN_IF_ERROR(peers_.watch(work.in_flight(), now, waiting_for_a_cycle(false)));
     auto deadline = now + sleep;
     if (timer) deadline = std::min(deadline, *timer);
     if (wake_.wait_until(deadline)) {
@@ -133,6 +135,8 @@ Status MpiCycleTrigger::worker_wait(const LocalWork& work) {
     CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Test (cycle start)", rc));
     if (done) break;
     const auto now = Clock::now();
+    CHORUS_RETURN_IF_ERROR(
+        peers_.watch(doorbell_sent_ || work.in_flight(), now, waiting_for_a_cycle(doorbell_sent_)));
     if (now < spin_until) {
       sched_yield();
     } else if (wake_.wait_until(now + sleep)) {

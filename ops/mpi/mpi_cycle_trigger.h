@@ -8,7 +8,9 @@
 // for k arrived, or its timer is due, but not sooner than the minimum cycle
 // interval after the previous start. Doorbells for cycles that already
 // started are stale and ignored. Waiting combines the local wake signal
-// with polling MPI at a backoff, so an idle rank costs almost no CPU.
+// with polling MPI at a backoff, so an idle rank costs almost no CPU. A rank
+// that waits for its peers (it asked for a cycle, or has collectives in
+// flight) checks that those on its host are alive (LocalPeers).
 #pragma once
 
 #include <mpi.h>
@@ -18,12 +20,14 @@
 #include <vector>
 
 #include "cycle_trigger.h"
+#include "ops/local_peers.h"
 
 namespace chorus {
 
 class MpiCycleTrigger : public CycleTrigger {
  public:
-  MpiCycleTrigger(MPI_Comm comm, double min_interval_ms);
+  // `peers`: the other ranks of this host.
+  MpiCycleTrigger(MPI_Comm comm, double min_interval_ms, LocalPeers peers);
   ~MpiCycleTrigger() override;
 
   WakeSignal* wake_signal() override { return &wake_; }
@@ -38,6 +42,7 @@ class MpiCycleTrigger : public CycleTrigger {
 
   MPI_Comm comm_;
   WakeSignal wake_;
+  LocalPeers peers_;
   int rank_ = 0;
   int size_ = 1;
   std::chrono::duration<double, std::milli> min_interval_;

@@ -10,6 +10,7 @@
 #include "logging.h"
 #include "node_topology.h"
 #include "ops/mpi/mpi_datatypes.h"
+#include "ops/shm/process_liveness.h"
 
 namespace chorus {
 
@@ -60,6 +61,30 @@ Status discover_topology(MPI_Comm comm, Topology* out) {
   CHORUS_LOG(kDebug, "node '" << mine.node << "' (local rank hint from " << mine.source
                               << "): local " << out->local_rank << "/" << out->local_size
                               << ", cross " << out->cross_rank << "/" << out->cross_size);
+  return Status::OK();
+}
+
+Status discover_local_peers(MPI_Comm comm, const Topology& topology, LocalPeers* out) {
+  const pid_t pid = getpid();
+  const uint64_t mine[3] = {static_cast<uint64_t>(topology.node), static_cast<uint64_t>(pid),
+                            process_start_time(pid).value_or(0)};
+  std::vector<uint64_t> all(3 * static_cast<size_t>(topology.size));
+  const int rc = MPI_Allgather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, comm);
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Allgather", rc));
+  std::vector<LocalPeer> peers;
+  for (int r = 0; r < topology.size; ++r) {
+    const uint64_t* theirs = &all[3 * static_cast<size_t>(r)];
+    if (r == topology.rank || theirs[0] != mine[0]) continue;
+    const LocalPeer peer{r, static_cast<pid_t>(theirs[1]), theirs[2]};
+    // Same node, yet another pid namespace (a container per rank): this
+    // pid is someone else here, and watching it would be wrong.
+    if (peer.start_time == 0 || process_start_time(peer.pid) != peer.start_time) {
+      CHORUS_LOG(kDebug, "rank " << r << " (pid " << peer.pid << ") is on this node but not visible from here");
+      continue;
+    }
+    peers.push_back(peer);
+  }
+  *out = LocalPeers(topology.rank, std::move(peers));
   return Status::OK();
 }
 

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <string>
 
-#include "ops/shm/process_liveness.h"
 
 namespace chorus {
 
@@ -38,11 +37,8 @@ constexpr std::chrono::microseconds kSpin{2000};
 // was not ready yet took a core from one that was.
 constexpr std::chrono::microseconds kFirstSleep{20};
 // A rank that asked for a cycle backs off up to this; then it waits for the
-// start in kLivenessSlice sleeps that the start ends at once.
+// start in sleeps of one liveness interval that the start ends at once.
 constexpr std::chrono::microseconds kAskingMaxSleep{4000};
-// How often a rank waiting for the start of a cycle it asked for checks that
-// rank 0 is alive.
-constexpr std::chrono::milliseconds kLivenessSlice{100};
 // A doorbell while rank 0 has nothing in flight cannot complete a
 // collective (each needs rank 0's part), only pass on news such as a rank's
 // shutdown: rank 0 waits for its own work, or this long, before starting a
@@ -61,9 +57,10 @@ size_t ShmCycleTrigger::data_bytes(int ranks) {
   return sizeof(Header) + sizeof(RankSlot) * static_cast<size_t>(ranks);
 }
 
-ShmCycleTrigger::ShmCycleTrigger(std::unique_ptr<ShmGroup> group, double min_interval_ms)
+ShmCycleTrigger::ShmCycleTrigger(std::unique_ptr<ShmGroup> group, double min_interval_ms, LocalPeers peers)
     : group_(std::move(group)),
       header_(reinterpret_cast<Header*>(group_->data())),
+      peers_(std::move(peers)),
       min_interval_(min_interval_ms) {
   wake_ = std::make_unique<WakeSignal>(&slot(group_->rank()).wake);
 }
@@ -84,12 +81,16 @@ bool ShmCycleTrigger::doorbell_rang() const {
   return false;
 }
 
-void ShmCycleTrigger::wait_a_while(Clock::time_point now, std::optional<Clock::time_point> timer) {
+void ShmCycleTrigger::wait_a_while(Clock::time_point now, std::optional<Clock::time_point> timer, bool watching) {
   if (now < spin_until_) {
     sched_yield();
     return;
   }
   if (backoff_ >= kIdleMaxSleep) {
+    if (watching) {
+      const auto check_due = now + LocalPeers::longest_sleep();
+      timer = timer ? std::min(*timer, check_due) : check_due;
+    }
     wake_->wait_until(timer, /*woken_by_peers=*/true);
     return;
   }
@@ -118,7 +119,10 @@ Status ShmCycleTrigger::coordinator_wait(const LocalWork& work, std::optional<Cl
     }
     auto wake_at = timer;
     if (lone_doorbell_due && (!wake_at || *lone_doorbell_due < *wake_at)) wake_at = lone_doorbell_due;
-    wait_a_while(now, wake_at);
+    // With collectives in flight the next cycle needs the others' parts.
+    const bool watching = work.in_flight();
+    CHORUS_RETURN_IF_ERROR(watch_peers(watching, now));
+    wait_a_while(now, wake_at, watching);
   }
   last_start_ = Clock::now();
   spin_until_ = last_start_ + kSpin;
@@ -152,10 +156,14 @@ Status ShmCycleTrigger::worker_wait(const LocalWork& work) {
       break;
     }
     const auto now = Clock::now();
+    // Waiting for rank 0 to start the cycle this rank asked for, or for the
+    // others' parts of its collectives in flight.
+    const bool watching = doorbell_sent_ || work.in_flight();
+    CHORUS_RETURN_IF_ERROR(watch_peers(watching, now));
     if (!doorbell_sent_ || now < spin_until_ || backoff_ < kAskingMaxSleep) {
-      wait_a_while(now, std::nullopt);
-    } else if (!wake_->wait_until(now + kLivenessSlice, /*woken_by_peers=*/true)) {
-      CHORUS_RETURN_IF_ERROR(check_coordinator_alive());
+      wait_a_while(now, std::nullopt, watching);
+    } else {
+      wake_->wait_until(now + LocalPeers::longest_sleep(), /*woken_by_peers=*/true);
     }
   }
   spin_until_ = Clock::now() + kSpin;
@@ -164,12 +172,8 @@ Status ShmCycleTrigger::worker_wait(const LocalWork& work) {
   return Status::OK();
 }
 
-Status ShmCycleTrigger::check_coordinator_alive() const {
-  const pid_t coordinator = group_->signals().pid_of(0);
-  if (process_alive(coordinator)) return Status::OK();
-  return Status::Aborted("rank 0 (pid " + std::to_string(coordinator) + ") exited while rank " +
-                         std::to_string(group_->signals().job_rank_of(group_->rank())) +
-                         " was waiting for it to start a negotiation cycle; the job cannot continue");
+Status ShmCycleTrigger::watch_peers(bool watching, Clock::time_point now) {
+  return peers_.watch(watching, now, waiting_for_a_cycle(group_->rank() != 0 && doorbell_sent_));
 }
 
 }  // namespace chorus

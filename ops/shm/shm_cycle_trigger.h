@@ -17,8 +17,9 @@
 //
 // Between cycles a rank yields for a while, then sleeps with a backoff, and
 // only an idle one sleeps until rung (the .cc file says why). A rank that
-// has asked for a cycle wakes every kLivenessSlice at the latest to check
-// that rank 0 is still alive: a dead coordinator is an error, not a hang.
+// waits for its peers (it asked for a cycle, or has collectives in flight)
+// wakes every LocalPeers::kInterval at the latest to check that they are
+// still alive: a dead peer is an error naming it, not a hang.
 #pragma once
 
 #include <chrono>
@@ -27,6 +28,7 @@
 #include <optional>
 
 #include "cycle_trigger.h"
+#include "ops/local_peers.h"
 #include "ops/shm/shm_group.h"
 #include "wake_signal.h"
 
@@ -37,8 +39,9 @@ class ShmCycleTrigger : public CycleTrigger {
   // The data area a group needs for `ranks` ranks.
   static size_t data_bytes(int ranks);
 
-  // `group`: every rank of the job, with data_bytes() of zero-filled data.
-  ShmCycleTrigger(std::unique_ptr<ShmGroup> group, double min_interval_ms);
+  // `group`: every rank of the job, with data_bytes() of zero-filled data;
+  // `peers`: the other ranks' processes.
+  ShmCycleTrigger(std::unique_ptr<ShmGroup> group, double min_interval_ms, LocalPeers peers);
 
   WakeSignal* wake_signal() override { return wake_.get(); }
   Status wait_for_cycle(const LocalWork& work, std::optional<Clock::time_point> timer) override;
@@ -53,14 +56,17 @@ class ShmCycleTrigger : public CycleTrigger {
   // Whether another rank asked for the next cycle.
   bool doorbell_rang() const;
   // One step of waiting for something to change: a yield while spinning,
-  // else a sleep on the wake word (see the constants in the .cc file).
-  void wait_a_while(Clock::time_point now, std::optional<Clock::time_point> timer);
-  Status check_coordinator_alive() const;
+  // else a sleep on the wake word (see the constants in the .cc file), at
+  // most one liveness interval long while `watching` the peers.
+  void wait_a_while(Clock::time_point now, std::optional<Clock::time_point> timer, bool watching);
+  // Between sleeps: an error when this rank waits for its peers and one died.
+  Status watch_peers(bool watching, Clock::time_point now);
   RankSlot& slot(int rank) const;
 
   std::unique_ptr<ShmGroup> group_;
   Header* header_;
   std::unique_ptr<WakeSignal> wake_;  // on this rank's slot
+  LocalPeers peers_;
   std::chrono::duration<double, std::milli> min_interval_;
   uint64_t next_cycle_ = 0;
   Clock::time_point last_start_{};     // rank 0

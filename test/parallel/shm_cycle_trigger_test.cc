@@ -32,7 +32,7 @@ class ShmCycleTriggerTest : public ::testing::Test {
     const Status status =
         ShmGroup::create(MPI_COMM_WORLD, ShmCycleTrigger::data_bytes(size_), milliseconds(60000), &group);
     ASSERT_TRUE(status.ok()) << status.to_string();
-    trigger_ = std::make_unique<ShmCycleTrigger>(std::move(group), 0.0);
+    trigger_ = std::make_unique<ShmCycleTrigger>(std::move(group), 0.0, LocalPeers());
   }
 
   // The negotiation's stand-in: every rank's cycle count, checked equal.

@@ -36,7 +36,11 @@ int run() {
   std::string failure;
   if (!status.ok()) failure = "setup failed: " + status.to_string();
   if (failure.empty()) {
-    ShmCycleTrigger trigger(std::move(group), 0.0);
+    std::vector<LocalPeer> peers;
+    for (int r = 0; r < size; ++r) {
+      if (r != rank) peers.push_back(LocalPeer{r, static_cast<pid_t>(pids[static_cast<size_t>(r)]), 0});
+    }
+    ShmCycleTrigger trigger(std::move(group), 0.0, LocalPeers(rank, std::move(peers)));
     const LocalWork work{[] { return true; }, [] { return uint64_t{1}; }, [] { return true; }};
     // One cycle with everybody alive first.
     status = trigger.wait_for_cycle(work, std::nullopt);
