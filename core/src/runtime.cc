@@ -109,6 +109,13 @@ void Runtime::shutdown() {
     thread_.join();
   }
   timeline_.close();
+  // Finalizing MPI waits for every rank to finalize too, and a rank the job
+  // stopped for may never get there (one stuck in its own code, say): end
+  // the whole job instead, so no rank is left waiting.
+  if (!peers_lost_.empty()) {
+    comm_->abort_job(peers_lost_ + "; ending the job here, since finalizing MPI would wait for the ranks "
+                                   "that stopped responding");
+  }
 }
 
 bool Runtime::has_local_work() const {
@@ -202,6 +209,7 @@ void Runtime::stop_for(const Response& shutdown) {
   const int who = shutdown.shutdown_rank;
   if (who < 0) {  // the coordinator stopped the job (stall)
     CHORUS_LOG(kError, shutdown.error_message);
+    peers_lost_ = "Chorus stopped: " + shutdown.error_message;
     const Status failed = Status::Shutdown(shutdown.error_message);
     fail_pending(Status::Shutdown("Chorus has stopped: " + shutdown.error_message),
                  [&](const TensorEntry&) { return failed; });

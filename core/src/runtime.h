@@ -47,8 +47,10 @@ class Runtime {
   // OK while running; once the runtime has stopped (a peer shut down, a
   // stall, an internal error), why.
   Status stopped_reason() const { return queue_.closed() ? queue_.closed_reason() : Status::OK(); }
-  // Tells the other ranks this rank is leaving, stops the background thread
-  // and releases communication. Idempotent.
+  // Tells the other ranks this rank is leaving and stops the background
+  // thread. Idempotent. After a stop that some ranks may never acknowledge
+  // (a stall shutdown), it ends the job (MPI_Abort) rather than return to a
+  // release of communication that would wait for them.
   void shutdown();
   // Every rank calls barrier() the same number of times, so a counter names
   // the same barrier on every rank.
@@ -88,6 +90,9 @@ class Runtime {
   std::unique_ptr<Autotuner> autotuner_;  // CHORUS_AUTOTUNE=1 only
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;  // background thread only
+  // Why the job stopped without every rank's consent (a stall shutdown);
+  // written by the background thread, read by shutdown() after joining it.
+  std::string peers_lost_;
   std::atomic<uint64_t> barrier_count_{0};
   std::thread thread_;
 };

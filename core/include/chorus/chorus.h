@@ -18,7 +18,10 @@ namespace chorus {
 // reads the CHORUS_* environment, and starts the background thread.
 void init();
 // Stops the runtime. Collectives still waiting on other ranks fail with an
-// error naming this rank. Safe to call twice.
+// error naming this rank. Safe to call twice. After the runtime stopped the
+// job because ranks stopped responding (CHORUS_STALL_SHUTDOWN_SECONDS), it
+// does not return: it ends the whole job (MPI_Abort, a non-zero status), since
+// finalizing MPI would wait for those ranks.
 void shutdown();
 bool is_initialized();
 

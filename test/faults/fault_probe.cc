@@ -1,0 +1,152 @@
+// fault_probe: a job in which one rank fails the others, through the public
+// API, for run_fault_test.sh to check from outside: how the survivors hear of
+// it, and that the job then ends with nothing left behind.
+//
+//   fault_probe stall <token>  rank 1 never submits (it is stuck in its own
+//                              code, awake); the stall inspector
+//                              (CHORUS_STALL_SHUTDOWN_SECONDS) stops the job,
+//                              and the survivors' shutdown() must end it
+//                              although rank 1 never finalizes.
+//   fault_probe kill <token>   the last rank is SIGKILLed while the others
+//                              wait with an allreduce in flight (it has been
+//                              negotiated once): each must get an error
+//                              naming it within a second or two.
+// <token> only marks the processes, so the driver can find leftovers.
+//
+// Lines for the driver: "FAULT_SURVIVOR rank=R ok after=S" (or FAILED: why),
+// "FAULT_STALLED rank=1 ok" (its calls throw once the job stopped), and
+// "FAULT_SHUTDOWN_RETURNED rank=R" if shutdown() returned after the stall.
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chorus/chorus.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The error a collective ended with, or "" when it succeeded; "timeout"
+// when it did not end within `limit`.
+std::string outcome(const chorus::Handle& handle, std::chrono::seconds limit) {
+  try {
+    if (!handle.wait_for(limit)) return "timeout";
+    return "";
+  } catch (const chorus::Error& e) {
+    return e.what();
+  }
+}
+
+void report(int rank, const std::string& failure, double after) {
+  std::printf("FAULT_SURVIVOR rank=%d %s%s after=%.3f\n", rank, failure.empty() ? "ok" : "FAILED: ",
+              failure.c_str(), after);
+  std::fflush(stdout);
+}
+
+std::vector<float> data(float value) { return std::vector<float>(64, value); }
+
+chorus::Tensor tensor(std::vector<float>& v) {
+  return chorus::Tensor(v.data(), chorus::DataType::kFloat32, {static_cast<int64_t>(v.size())});
+}
+
+int stall(int rank) {
+  std::vector<float> mine = data(1.0f);
+  if (rank == 1) {
+    // Stuck in its own code: never submits, but its runtime hears the stop.
+    const auto start = Clock::now();
+    bool stopped = false;
+    while (!stopped && seconds_since(start) < 30) {
+      try {
+        (void)chorus::size();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      } catch (const chorus::Error&) {
+        stopped = true;
+      }
+    }
+    std::printf("FAULT_STALLED rank=1 %s\n", stopped ? "ok" : "FAILED: its runtime did not stop within 30 s");
+    std::fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);  // the survivors have reported
+    std::this_thread::sleep_for(std::chrono::seconds(600));
+    return 0;
+  }
+  const auto start = Clock::now();
+  const std::string error = outcome(chorus::allreduce_async("stall.missing", tensor(mine)), std::chrono::seconds(30));
+  const double after = seconds_since(start);
+  static const std::regex expected(
+      "Stopping after a stall of [0-9.]+ s: allreduce 'stall\\.missing' is waiting for ranks \\[1\\]");
+  std::string failure;
+  if (error.empty()) failure = "the allreduce succeeded without rank 1";
+  else if (error == "timeout") failure = "not stopped within 30 s";
+  else if (!std::regex_match(error, expected)) failure = "unexpected error: " + error;
+  report(rank, failure, after);
+  MPI_Barrier(MPI_COMM_WORLD);
+  chorus::shutdown();
+  std::printf("FAULT_SHUTDOWN_RETURNED rank=%d\n", rank);
+  std::fflush(stdout);
+  return 0;
+}
+
+int kill_last(int rank, int size) {
+  std::vector<float> mine = data(static_cast<float>(rank));
+  const int victim = size - 1;
+  const pid_t victim_pid = [&] {
+    int pid = getpid();
+    MPI_Bcast(&pid, 1, MPI_INT, victim, MPI_COMM_WORLD);
+    return static_cast<pid_t>(pid);
+  }();
+  // The survivors leave together, once each has reported: one that left
+  // early would look dead to the others.
+  MPI_Comm survivors = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank == victim ? MPI_UNDEFINED : 0, rank, &survivors);
+  chorus::Handle pending;
+  if (rank != victim) pending = chorus::allreduce_async("kill.pending", tensor(mine));
+  // Long enough for a negotiation cycle to pass, so that the survivors wait
+  // between cycles when the victim dies.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto killed = Clock::now();
+  if (rank == victim) raise(SIGKILL);
+  const std::string error = outcome(pending, std::chrono::seconds(30));
+  const double after = seconds_since(killed);
+  const std::string expected = "rank " + std::to_string(victim) + " (pid " + std::to_string(victim_pid) +
+                               ") exited while rank " + std::to_string(rank) +
+                               " was waiting for the next negotiation cycle";
+  std::string failure;
+  if (error.empty()) failure = "the allreduce succeeded without the dead rank";
+  else if (error == "timeout") failure = "no error within 30 s";
+  else if (error.find(expected) == std::string::npos) failure = "unexpected error (wanted '" + expected + "'): " + error;
+  report(rank, failure, after);
+  MPI_Barrier(survivors);
+  // The background thread ends the job; under orte_enable_recovery that
+  // does not happen, so leave without MPI_Finalize (it would wait for the
+  // dead rank).
+  _exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 || (std::strcmp(argv[1], "stall") != 0 && std::strcmp(argv[1], "kill") != 0)) {
+    std::fprintf(stderr, "usage: fault_probe stall|kill <token>\n");
+    return 2;
+  }
+  chorus::init();
+  const int rank = chorus::rank();
+  const int size = chorus::size();
+  // One collective with everyone first: later failures are not start-up ones.
+  std::vector<float> warm = data(1.0f);
+  chorus::allreduce("fault.warm", tensor(warm));
+  return std::strcmp(argv[1], "stall") == 0 ? stall(rank) : kill_last(rank, size);
+}
