@@ -156,7 +156,7 @@ Handle allreduce_async(const std::string& name, const Tensor& input, const Tenso
   throw_if_error(check_name(name));
   throw_if_error(check_allreduce(name, input, output, options));
   check_device(*rt, name, input.device);
-  auto handle = rt->new_handle(name);
+  auto handle = rt->new_handle(name, OpType::kAllreduce);
   return submit_one(*rt, make_entry(allreduce_request(name, input, options, rt->topology().rank), input,
                                     output, handle));
 }
@@ -171,7 +171,7 @@ Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor
                                         std::to_string(outputs.size()) +
                                         " outputs; expected the same non-zero number"));
   }
-  auto handle = rt->new_handle(name, static_cast<int>(inputs.size()));
+  auto handle = rt->new_handle(name, OpType::kAllreduce, static_cast<int>(inputs.size()));
   std::vector<TensorEntry> entries;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string member = name + "." + std::to_string(i);
@@ -191,7 +191,7 @@ Handle allgather_async(const std::string& name, const Tensor& input, OutputAlloc
   throw_if_error(check_has_first_dim(name, "allgather", input));
   check_device(*rt, name, input.device);
   TensorEntry entry = make_entry(base_request(name, OpType::kAllgather, input, rt->topology().rank), input,
-                                 Tensor(), rt->new_handle(name));
+                                 Tensor(), rt->new_handle(name, OpType::kAllgather));
   entry.allocator = std::move(allocator);
   return submit_one(*rt, std::move(entry));
 }
@@ -204,8 +204,7 @@ Handle broadcast_async(const std::string& name, const Tensor& inout, int root_ra
   check_device(*rt, name, inout.device);
   Request request = base_request(name, OpType::kBroadcast, inout, rt->topology().rank);
   request.root = root_rank;
-  return submit_one(*rt, make_entry(std::move(request), inout, inout,
-                                    rt->new_handle(name)));
+  return submit_one(*rt, make_entry(std::move(request), inout, inout, rt->new_handle(name, OpType::kBroadcast)));
 }
 
 Handle alltoall_async(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits,
@@ -216,7 +215,7 @@ Handle alltoall_async(const std::string& name, const Tensor& input, const std::v
   throw_if_error(check_alltoall_splits(name, input, rt->topology().size, &rows));
   check_device(*rt, name, input.device);
   TensorEntry entry = make_entry(base_request(name, OpType::kAlltoall, input, rt->topology().rank), input,
-                                 Tensor(), rt->new_handle(name));
+                                 Tensor(), rt->new_handle(name, OpType::kAlltoall));
   entry.splits = std::move(rows);
   entry.allocator = std::move(allocator);
   return submit_one(*rt, std::move(entry));
@@ -231,7 +230,7 @@ Handle reducescatter_async(const std::string& name, const Tensor& input, ReduceO
   Request request = base_request(name, OpType::kReducescatter, input, rt->topology().rank);
   request.reduce_op = op;
   TensorEntry entry =
-      make_entry(std::move(request), input, Tensor(), rt->new_handle(name));
+      make_entry(std::move(request), input, Tensor(), rt->new_handle(name, OpType::kReducescatter));
   entry.allocator = std::move(allocator);
   return submit_one(*rt, std::move(entry));
 }
@@ -240,16 +239,14 @@ Handle barrier_async() {
   auto rt = runtime();
   const std::string name = rt->next_barrier_name();
   Request request = base_request(name, OpType::kBarrier, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
-  return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(),
-                                    rt->new_handle(name)));
+  return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kBarrier)));
 }
 
 Handle join_async() {
   auto rt = runtime();
   const std::string name = "chorus.join";
   Request request = base_request(name, OpType::kJoin, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
-  return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(),
-                                    rt->new_handle(name)));
+  return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kJoin)));
 }
 
 void allreduce(const std::string& name, const Tensor& input, const Tensor& output,

@@ -87,15 +87,27 @@ int HandleState::last_joined_rank() const {
 }  // namespace detail
 
 namespace {
-const std::string kNoName;
+
+// Why `accessor` has nothing to give for the handle of `state`: it holds a
+// result of the ops `applies_to` only. OK when it does apply.
+Status not_applicable(const detail::HandleState& state, const char* accessor, const char* applies_to,
+                      bool applies) {
+  if (applies) return Status::OK();
+  return Status::InvalidArgument(std::string(accessor) + " applies to " + applies_to + " handles, not to '" +
+                                 state.name() + "' (" + op_type_name(state.op()) + ")");
 }
 
+}  // namespace
+
+// One rule for every accessor: an empty handle is an error; a result the
+// handle's collective does not produce is an error, whatever its state; a
+// result is handed out only once the collective has succeeded.
 const detail::HandleState& Handle::state() const {
   if (!state_) throw Error(Status::InvalidArgument("This chorus::Handle is empty (default-constructed)"));
   return *state_;
 }
 
-const std::string& Handle::name() const { return state_ ? state_->name() : kNoName; }
+const std::string& Handle::name() const { return state().name(); }
 
 void Handle::wait() const { throw_if_error(state().wait()); }
 
@@ -116,16 +128,21 @@ bool Handle::test() const { return state().done(); }
 Status Handle::status() const { return state().status(); }
 
 Tensor Handle::output() const {
+  const OpType op = state().op();
+  throw_if_error(not_applicable(state(), "output()", "allgather, alltoall and reducescatter",
+                                op == OpType::kAllgather || op == OpType::kAlltoall || op == OpType::kReducescatter));
   throw_if_error(status());
   return state().output();
 }
 
 std::vector<int64_t> Handle::received_splits() const {
+  throw_if_error(not_applicable(state(), "received_splits()", "alltoall", state().op() == OpType::kAlltoall));
   throw_if_error(status());
   return state().received_splits();
 }
 
 int Handle::last_joined_rank() const {
+  throw_if_error(not_applicable(state(), "last_joined_rank()", "join", state().op() == OpType::kJoin));
   throw_if_error(status());
   return state().last_joined_rank();
 }

@@ -15,6 +15,7 @@
 
 #include "chorus/status.h"
 #include "chorus/types.h"
+#include "message.h"
 
 namespace chorus {
 namespace detail {
@@ -29,12 +30,14 @@ using BlockedWaiters = std::atomic<int>;
 
 class HandleState {
  public:
+  // `op`: what the handle waits for, which decides the results it has.
   // `blocked`, when given, counts this handle's blocked waiters too; it must
   // outlive the state.
-  HandleState(std::string name, int members, BlockedWaiters* blocked = nullptr)
-      : name_(std::move(name)), blocked_(blocked), remaining_(members) {}
+  HandleState(std::string name, OpType op, int members, BlockedWaiters* blocked = nullptr)
+      : name_(std::move(name)), op_(op), blocked_(blocked), remaining_(members) {}
 
   const std::string& name() const { return name_; }
+  OpType op() const { return op_; }
 
   // One member finished. The first error wins; the handle is done when every
   // member has finished.
@@ -69,6 +72,7 @@ class HandleState {
                         std::optional<std::chrono::steady_clock::time_point> deadline) const;
 
   const std::string name_;
+  const OpType op_;
   BlockedWaiters* const blocked_;
   mutable std::mutex mutex_;
   mutable std::condition_variable done_cv_;

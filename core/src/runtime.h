@@ -55,10 +55,10 @@ class Runtime {
   // Every rank calls barrier() the same number of times, so a counter names
   // the same barrier on every rank.
   std::string next_barrier_name() { return "chorus.barrier." + std::to_string(barrier_count_++); }
-  // The state of a new handle of `members` members, counted in the blocked
-  // waiters while a thread is blocked waiting on it.
-  std::shared_ptr<detail::HandleState> new_handle(const std::string& name, int members = 1) const {
-    return std::make_shared<detail::HandleState>(name, members, blocked_waiters_);
+  // The state of a new handle for `op` with `members` members, counted in
+  // the blocked waiters while a thread is blocked waiting on it.
+  std::shared_ptr<detail::HandleState> new_handle(const std::string& name, OpType op, int members = 1) const {
+    return std::make_shared<detail::HandleState>(name, op, members, blocked_waiters_);
   }
 
  private:

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -36,7 +37,7 @@ Error error_from(Call&& call) {
 // HandleState
 
 TEST(HandleStateTest, SingleMemberIsDoneAfterItsCompletion) {
-  HandleState state("grad.w", 1);
+  HandleState state("grad.w", OpType::kAllreduce, 1);
   EXPECT_EQ(state.name(), "grad.w");
   EXPECT_FALSE(state.done());
   EXPECT_EQ(state.status().code(), StatusCode::kInProgress);
@@ -49,7 +50,7 @@ TEST(HandleStateTest, SingleMemberIsDoneAfterItsCompletion) {
 }
 
 TEST(HandleStateTest, GroupIsDoneOnlyAfterEveryMember) {
-  HandleState state("group", 3);
+  HandleState state("group", OpType::kAllreduce, 3);
   state.complete_member(Status::OK());
   EXPECT_FALSE(state.done());
   EXPECT_EQ(state.status().code(), StatusCode::kInProgress);
@@ -62,7 +63,7 @@ TEST(HandleStateTest, GroupIsDoneOnlyAfterEveryMember) {
 }
 
 TEST(HandleStateTest, FirstErrorWins) {
-  HandleState state("group", 4);
+  HandleState state("group", OpType::kAllreduce, 4);
   state.complete_member(Status::OK());
   state.complete_member(Status::Mismatch("first error"));
   // A failed member does not finish the group early.
@@ -77,7 +78,7 @@ TEST(HandleStateTest, FirstErrorWins) {
 }
 
 TEST(HandleStateTest, ErrorOfTheLastMemberIsKept) {
-  HandleState state("group", 2);
+  HandleState state("group", OpType::kAllreduce, 2);
   state.complete_member(Status::OK());
   state.complete_member(Status::Timeout("last one timed out"));
   EXPECT_EQ(state.status().code(), StatusCode::kTimeout);
@@ -85,7 +86,7 @@ TEST(HandleStateTest, ErrorOfTheLastMemberIsKept) {
 }
 
 TEST(HandleStateTest, FinishMemberReportsOnlyTheCompletionThatMadeItDone) {
-  HandleState state("group", 2);
+  HandleState state("group", OpType::kAllreduce, 2);
   EXPECT_FALSE(state.finish_member(Status::OK()));
   EXPECT_FALSE(state.done());
   EXPECT_TRUE(state.finish_member(Status::OK()));
@@ -97,9 +98,9 @@ TEST(HandleStateTest, FinishMemberReportsOnlyTheCompletionThatMadeItDone) {
 
 TEST(HandleStateTest, BatchIsDoneBeforeAnyoneIsNotified) {
   // The runtime finishes a batch of handles first and notifies afterwards.
-  HandleState a("a", 1);
-  HandleState b("b", 2);
-  HandleState c("c", 1);
+  HandleState a("a", OpType::kAllreduce, 1);
+  HandleState b("b", OpType::kAllreduce, 2);
+  HandleState c("c", OpType::kAllreduce, 1);
 
   std::promise<void> started;
   auto waiter = std::async(std::launch::async, [&] {
@@ -138,7 +139,7 @@ TEST(HandleStateTest, BatchIsDoneBeforeAnyoneIsNotified) {
 }
 
 TEST(HandleStateTest, WaitUntilReturnsInProgressAtTheDeadlineWhileNotDone) {
-  HandleState state("slow", 2);
+  HandleState state("slow", OpType::kAllreduce, 2);
   state.complete_member(Status::OK());
   const auto start = steady_clock::now();
   const Status status = state.wait_until(start + milliseconds(30));
@@ -159,7 +160,7 @@ TEST(HandleStateTest, WaitUntilReturnsInProgressAtTheDeadlineWhileNotDone) {
 
 TEST(HandleStateTest, CountsItsWaitersOnlyWhileTheyAreBlocked) {
   detail::BlockedWaiters blocked{0};
-  HandleState state("grad.w", 1, &blocked);
+  HandleState state("grad.w", OpType::kAllreduce, 1, &blocked);
   auto waiter = std::async(std::launch::async, [&] { return state.wait(); });
   auto timed = std::async(std::launch::async,
                           [&] { return state.wait_until(steady_clock::now() + std::chrono::seconds(30)); });
@@ -175,13 +176,13 @@ TEST(HandleStateTest, CountsItsWaitersOnlyWhileTheyAreBlocked) {
   // A wait on a handle that is already done never counts as blocked, and a
   // timed-out one stops counting at its deadline.
   EXPECT_EQ(state.wait().code(), StatusCode::kAborted);
-  HandleState slow("slow", 1, &blocked);
+  HandleState slow("slow", OpType::kAllreduce, 1, &blocked);
   EXPECT_EQ(slow.wait_until(steady_clock::now() + milliseconds(5)).code(), StatusCode::kInProgress);
   EXPECT_EQ(blocked.load(), 0);
 }
 
 TEST(HandleStateTest, ResultsKeepTheLastValueSet) {
-  HandleState state("r", 1);
+  HandleState state("r", OpType::kAllreduce, 1);
   EXPECT_EQ(state.last_joined_rank(), -1);
   EXPECT_TRUE(state.received_splits().empty());
   EXPECT_EQ(state.output().data, nullptr);
@@ -199,7 +200,7 @@ TEST(HandleStateTest, ResultsKeepTheLastValueSet) {
 TEST(HandleTest, DefaultConstructedHandleThrowsAClearError) {
   Handle handle;
   EXPECT_FALSE(handle.valid());
-  EXPECT_EQ(handle.name(), "");
+  EXPECT_EQ(error_from([&] { (void)handle.name(); }).code(), StatusCode::kInvalidArgument);
 
   const Error error = error_from([&] { handle.wait(); });
   EXPECT_EQ(error.code(), StatusCode::kInvalidArgument);
@@ -211,16 +212,63 @@ TEST(HandleTest, DefaultConstructedHandleThrowsAClearError) {
   EXPECT_EQ(error_from([&] { (void)handle.poll(); }).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(error_from([&] { (void)handle.status(); }).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(error_from([&] { (void)handle.output(); }).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error_from([&] { (void)handle.received_splits(); }).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error_from([&] { (void)handle.last_joined_rank(); }).code(), StatusCode::kInvalidArgument);
+}
+
+// A result the handle's collective does not produce is an error that says
+// which collectives have it, whatever the handle's state; the results it
+// does produce are refused only until it has succeeded.
+TEST(HandleTest, ResultsOfOtherCollectivesAreRefusedNamingWhichHaveThem) {
+  auto reduce = std::make_shared<HandleState>("grad", OpType::kAllreduce, 1);
+  Handle handle(reduce);
+  for (bool done : {false, true}) {
+    if (done) reduce->complete_member(Status::OK());
+    const Error output = error_from([&] { (void)handle.output(); });
+    EXPECT_EQ(output.code(), StatusCode::kInvalidArgument);
+    EXPECT_STREQ(output.what(),
+                 "output() applies to allgather, alltoall and reducescatter handles, not to 'grad' (allreduce)");
+    const Error splits = error_from([&] { (void)handle.received_splits(); });
+    EXPECT_EQ(splits.code(), StatusCode::kInvalidArgument);
+    EXPECT_STREQ(splits.what(), "received_splits() applies to alltoall handles, not to 'grad' (allreduce)");
+    const Error joined = error_from([&] { (void)handle.last_joined_rank(); });
+    EXPECT_EQ(joined.code(), StatusCode::kInvalidArgument);
+    EXPECT_STREQ(joined.what(), "last_joined_rank() applies to join handles, not to 'grad' (allreduce)");
+  }
+  // Each collective's own results, and no others.
+  const struct {
+    OpType op;
+    bool output, splits, joined;
+  } kinds[] = {{OpType::kAllgather, true, false, false},    {OpType::kAlltoall, true, true, false},
+               {OpType::kReducescatter, true, false, false}, {OpType::kBroadcast, false, false, false},
+               {OpType::kBarrier, false, false, false},      {OpType::kJoin, false, false, true}};
+  for (const auto& kind : kinds) {
+    auto state = std::make_shared<HandleState>("x", kind.op, 1);
+    state->complete_member(Status::OK());
+    Handle h(state);
+    const auto code_of = [](const std::function<void()>& call) {
+      try {
+        call();
+      } catch (const Error& e) {
+        return e.code();
+      }
+      return StatusCode::kOk;
+    };
+    const auto expected = [](bool applies) { return applies ? StatusCode::kOk : StatusCode::kInvalidArgument; };
+    EXPECT_EQ(code_of([&] { (void)h.output(); }), expected(kind.output)) << op_type_name(kind.op);
+    EXPECT_EQ(code_of([&] { (void)h.received_splits(); }), expected(kind.splits)) << op_type_name(kind.op);
+    EXPECT_EQ(code_of([&] { (void)h.last_joined_rank(); }), expected(kind.joined)) << op_type_name(kind.op);
+  }
 }
 
 TEST(HandleTest, NameAndValidity) {
-  Handle handle(std::make_shared<HandleState>("layer1.bias", 1));
+  Handle handle(std::make_shared<HandleState>("layer1.bias", OpType::kAllreduce, 1));
   EXPECT_TRUE(handle.valid());
   EXPECT_EQ(handle.name(), "layer1.bias");
 }
 
 TEST(HandleTest, StatusTestAndPollBeforeAndAfterSuccess) {
-  auto state = std::make_shared<HandleState>("t", 1);
+  auto state = std::make_shared<HandleState>("t", OpType::kAllreduce, 1);
   Handle handle(state);
   EXPECT_FALSE(handle.test());
   EXPECT_FALSE(handle.poll());
@@ -234,7 +282,7 @@ TEST(HandleTest, StatusTestAndPollBeforeAndAfterSuccess) {
 }
 
 TEST(HandleTest, WaitThrowsTheFailureMessage) {
-  auto state = std::make_shared<HandleState>("t", 1);
+  auto state = std::make_shared<HandleState>("t", OpType::kAlltoall, 1);
   Handle handle(state);
   state->complete_member(Status::Mismatch("ranks disagree about 't': shape [4] vs [5]"));
 
@@ -255,11 +303,10 @@ TEST(HandleTest, WaitThrowsTheFailureMessage) {
   // Results of a failed collective are not handed out.
   EXPECT_STREQ(error_from([&] { (void)handle.output(); }).what(), "ranks disagree about 't': shape [4] vs [5]");
   EXPECT_EQ(error_from([&] { (void)handle.received_splits(); }).code(), StatusCode::kMismatch);
-  EXPECT_EQ(error_from([&] { (void)handle.last_joined_rank(); }).code(), StatusCode::kMismatch);
 }
 
 TEST(HandleTest, WaitForReturnsFalseUntilDoneThenTrue) {
-  auto state = std::make_shared<HandleState>("t", 1);
+  auto state = std::make_shared<HandleState>("t", OpType::kAllreduce, 1);
   Handle handle(state);
   const auto start = steady_clock::now();
   EXPECT_FALSE(handle.wait_for(milliseconds(25)));
@@ -272,14 +319,13 @@ TEST(HandleTest, WaitForReturnsFalseUntilDoneThenTrue) {
 }
 
 TEST(HandleTest, ResultsAreReadableOnlyAfterSuccessfulCompletion) {
-  auto state = std::make_shared<HandleState>("gathered", 1);
+  auto state = std::make_shared<HandleState>("exchanged", OpType::kAlltoall, 1);
   Handle handle(state);
 
   auto storage = std::make_shared<std::vector<float>>(std::vector<float>{1.5f, -2.0f, 3.25f, 4.0f, 5.0f, 6.5f});
   std::weak_ptr<std::vector<float>> watch = storage;
   state->set_output(Tensor(storage->data(), DataType::kFloat32, Shape{3, 2}), storage);
   state->set_received_splits({2, 0, 1});
-  state->set_last_joined_rank(3);
   storage.reset();
   // The handle keeps the output's storage alive.
   EXPECT_FALSE(watch.expired());
@@ -287,7 +333,12 @@ TEST(HandleTest, ResultsAreReadableOnlyAfterSuccessfulCompletion) {
   // Not done yet: results are refused.
   EXPECT_EQ(error_from([&] { (void)handle.output(); }).code(), StatusCode::kInProgress);
   EXPECT_EQ(error_from([&] { (void)handle.received_splits(); }).code(), StatusCode::kInProgress);
-  EXPECT_EQ(error_from([&] { (void)handle.last_joined_rank(); }).code(), StatusCode::kInProgress);
+  auto join = std::make_shared<HandleState>("chorus.join", OpType::kJoin, 1);
+  join->set_last_joined_rank(3);
+  Handle joined(join);
+  EXPECT_EQ(error_from([&] { (void)joined.last_joined_rank(); }).code(), StatusCode::kInProgress);
+  join->complete_member(Status::OK());
+  EXPECT_EQ(joined.last_joined_rank(), 3);
 
   state->complete_member(Status::OK());
   handle.wait();
@@ -300,7 +351,6 @@ TEST(HandleTest, ResultsAreReadableOnlyAfterSuccessfulCompletion) {
   const std::vector<float> expected = {1.5f, -2.0f, 3.25f, 4.0f, 5.0f, 6.5f};
   EXPECT_EQ(std::vector<float>(values, values + 6), expected);
   EXPECT_EQ(handle.received_splits(), (std::vector<int64_t>{2, 0, 1}));
-  EXPECT_EQ(handle.last_joined_rank(), 3);
 
   // Storage goes away with the last owner of the state.
   state.reset();
@@ -310,7 +360,7 @@ TEST(HandleTest, ResultsAreReadableOnlyAfterSuccessfulCompletion) {
 }
 
 TEST(HandleTest, GroupHandleIsDoneAfterAllMembers) {
-  auto state = std::make_shared<HandleState>("grads", 3);
+  auto state = std::make_shared<HandleState>("grads", OpType::kAllreduce, 3);
   Handle handle(state);
   state->complete_member(Status::OK());
   state->complete_member(Status::OK());
@@ -324,7 +374,7 @@ TEST(HandleTest, GroupHandleIsDoneAfterAllMembers) {
 }
 
 TEST(HandleTest, GroupHandleReportsTheFirstMemberError) {
-  auto state = std::make_shared<HandleState>("grads", 3);
+  auto state = std::make_shared<HandleState>("grads", OpType::kAllreduce, 3);
   Handle handle(state);
   state->complete_member(Status::InvalidArgument("member 'grads.1' has dtype bool"));
   state->complete_member(Status::OK());
@@ -342,7 +392,7 @@ struct WaitOutcome {
 };
 
 TEST(HandleTest, WaiterBlockedInWaitIsWokenByCompletionFromAnotherThread) {
-  auto state = std::make_shared<HandleState>("async", 2);
+  auto state = std::make_shared<HandleState>("async", OpType::kAllreduce, 2);
   Handle handle(state);
   std::atomic<bool> returned{false};
   std::promise<void> started;
@@ -374,7 +424,7 @@ TEST(HandleTest, WaiterBlockedInWaitIsWokenByCompletionFromAnotherThread) {
 }
 
 TEST(HandleTest, WaiterBlockedInWaitGetsTheErrorFromAnotherThread) {
-  auto state = std::make_shared<HandleState>("async", 1);
+  auto state = std::make_shared<HandleState>("async", OpType::kAllreduce, 1);
   Handle handle(state);
   std::promise<void> started;
   auto waiter = std::async(std::launch::async, [&] {
@@ -401,7 +451,7 @@ TEST(HandleTest, WaiterBlockedInWaitGetsTheErrorFromAnotherThread) {
 }
 
 TEST(HandleTest, WaitForOnAnotherThreadReturnsTrueOnceCompleted) {
-  auto state = std::make_shared<HandleState>("async", 1);
+  auto state = std::make_shared<HandleState>("async", OpType::kAllreduce, 1);
   Handle handle(state);
   std::promise<void> started;
   auto waiter = std::async(std::launch::async, [&] {

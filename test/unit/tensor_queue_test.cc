@@ -27,7 +27,7 @@ TensorEntry make_entry(const std::string& name, Shape shape = {4}, OpType op = O
   entry.request.name = name;
   entry.request.op = op;
   entry.request.shape = std::move(shape);
-  entry.handle = std::make_shared<detail::HandleState>(name, 1);
+  entry.handle = std::make_shared<detail::HandleState>(name, op, 1);
   entry.enqueued = steady_clock::now();
   return entry;
 }

@@ -19,6 +19,8 @@ class Handle {
   Handle() = default;
   explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
 
+  // False for a default-constructed handle, on which every other accessor
+  // throws (kInvalidArgument).
   bool valid() const { return state_ != nullptr; }
   // The tensor name (or group name) this handle waits for.
   const std::string& name() const;
@@ -34,7 +36,9 @@ class Handle {
   // kInProgress while running; OK or the error once done.
   Status status() const;
 
-  // Results, valid once done and ok.
+  // Results. Each belongs to some collectives only: on the handle of another
+  // it throws kInvalidArgument, saying so. Otherwise it throws the
+  // collective's error (kInProgress while it runs) until it has succeeded.
   // The output that the runtime (or the caller's OutputAllocator) allocated:
   // allgather, alltoall and reducescatter.
   Tensor output() const;

@@ -36,7 +36,7 @@ TensorEntry make_entry(const std::string& name, float* data) {
   entry.request = allreduce_request(name);
   entry.input_data = data;
   entry.output_data = data;
-  entry.handle = std::make_shared<detail::HandleState>(name, 1);
+  entry.handle = std::make_shared<detail::HandleState>(name, OpType::kAllreduce, 1);
   return entry;
 }
 
