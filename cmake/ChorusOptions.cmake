@@ -1,6 +1,6 @@
 # Build options.
 option(CHORUS_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
-option(CHORUS_BUILD_TESTS "Build the test suite" ON)
+option(CHORUS_BUILD_TESTS "Build the test suite and the benchmarks (test/)" ON)
 option(CHORUS_WERROR "Treat warnings in Chorus's own code as errors" OFF)
 
 if(CHORUS_SANITIZE)
