@@ -17,26 +17,28 @@
 
 namespace chorus {
 
-Status Communication::create(const Config& config, std::unique_ptr<Communication>* out) {
+Status Communication::connect(std::unique_ptr<Communication>* out) {
   std::unique_ptr<Communication> comm(new Communication());
   CHORUS_RETURN_IF_ERROR(MpiContext::create(&comm->mpi_));
   comm->topology_ = comm->mpi_->topology();
   comm->transport_ = std::make_unique<MpiControllerTransport>(comm->mpi_->control_comm());
-  LocalPeers peers;
-  CHORUS_RETURN_IF_ERROR(discover_local_peers(comm->mpi_->control_comm(), comm->topology_, &peers));
-  comm->create_trigger(config, std::move(peers));
+  CHORUS_RETURN_IF_ERROR(discover_local_peers(comm->mpi_->control_comm(), comm->topology_, &comm->peers_));
+  *out = std::move(comm);
+  return Status::OK();
+}
+
+Status Communication::start(const Config& agreed) {
+  create_trigger(agreed, std::move(peers_));
   // Priority order: device backends first once they exist; then host memory:
   // MPI, with shared-memory allreduce in front when the job is on one host.
   std::unique_ptr<Backend> host;
   CHORUS_RETURN_IF_ERROR(make_host_backend(
-      config, comm->topology_, comm->mpi_->data_comm(),
-      std::make_unique<MpiBackend>(comm->mpi_->data_comm(), &comm->mpi_->types()), &host));
-  comm->shm_ = dynamic_cast<ShmBackend*>(host.get());
-  comm->backends_.add(std::move(host));
+      agreed, topology_, mpi_->data_comm(), std::make_unique<MpiBackend>(mpi_->data_comm(), &mpi_->types()), &host));
+  shm_ = dynamic_cast<ShmBackend*>(host.get());
+  backends_.add(std::move(host));
   // Where the allreduces take shared memory (every rank alike), so does the
   // negotiation's bit vector.
-  if (comm->shm_ != nullptr) comm->negotiate_through_shm(config);
-  *out = std::move(comm);
+  if (shm_ != nullptr) negotiate_through_shm(agreed);
   return Status::OK();
 }
 
@@ -62,17 +64,8 @@ void Communication::negotiate_through_shm(const Config& config) {
   // The controller's vector: three sections of one bit per cache slot, a
   // flags word and the autotuner's words (controller.h; 8 leaves room for
   // its 4); longer ones, which this does not expect, would go through MPI.
-  // Every rank must lay the slots out alike, and init() compares the ranks'
-  // cache capacities only through this transport (a rank whose environment
-  // was invalid even runs with the default): so size it for the largest.
-  const uint64_t slot_words = static_cast<uint64_t>((config.cache_capacity + 63) / 64);
-  uint64_t largest_words = 3 * slot_words + 1 + 8;
-  const int rc = MPI_Allreduce(MPI_IN_PLACE, &largest_words, 1, MPI_UINT64_T, MPI_MAX, mpi_->control_comm());
-  if (rc != MPI_SUCCESS) {
-    CHORUS_LOG(kWarning, "negotiating over MPI: MPI_Allreduce of its size failed with error " << rc);
-    return;
-  }
-  const size_t max_words = static_cast<size_t>(largest_words);
+  // Every rank lays the slots out alike: the ranks agreed on the capacity.
+  const size_t max_words = 3 * static_cast<size_t>((config.cache_capacity + 63) / 64) + 1 + 8;
   // As long as the shared-memory allreduce's own waits: ranks enter a
   // negotiation together (the cycle trigger starts it on every rank).
   constexpr std::chrono::milliseconds kPeerTimeout{300'000};

@@ -23,7 +23,13 @@ class ShmBackend;
 
 class Communication {
  public:
-  static Status create(const Config& config, std::unique_ptr<Communication>* out);
+  // Starts MPI (unless the program did), learns the topology and sets up
+  // the negotiation's transport: enough for the ranks to agree on their
+  // settings (core/src/settings_agreement.h).
+  static Status connect(std::unique_ptr<Communication>* out);
+  // Collective: the rest, with the settings every rank agreed on: the cycle
+  // trigger, the backends, and the negotiation's shared-memory transport.
+  Status start(const Config& agreed);
   ~Communication();
 
   const Topology& topology() const { return topology_; }
@@ -47,6 +53,7 @@ class Communication {
   void create_trigger(const Config& config, LocalPeers peers);
   // Wraps the MPI negotiation transport in the shared-memory one.
   void negotiate_through_shm(const Config& config);
+  LocalPeers peers_;
   // Declared first so it is destroyed last: it may finalize MPI.
   std::unique_ptr<MpiContext> mpi_;
   Topology topology_;

@@ -8,6 +8,7 @@
 
 #include "fusion_planner.h"
 #include "logging.h"
+#include "settings_agreement.h"
 
 namespace chorus {
 
@@ -15,64 +16,31 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
                        const Config::Lookup& env) {
   Config config;
   Status local = Config::from_env(&config, env);
-  if (!local.ok()) config = Config();  // communication still starts, to agree on failing
+  if (!local.ok()) config = Config();  // communication still connects, to agree on failing
   set_log_level(config.log_level);
   std::unique_ptr<Communication> comm;
-  CHORUS_RETURN_IF_ERROR(Communication::create(config, &comm));
+  CHORUS_RETURN_IF_ERROR(Communication::connect(&comm));
   set_log_rank(comm->topology().rank);
+  // init() is collective: a rank that cannot start (a bad CHORUS_* value in
+  // its environment) or that disagrees with rank 0 on a setting every rank
+  // must share must not leave the others running and waiting for it
+  // forever: every rank fails together, naming the ranks.
+  CHORUS_RETURN_IF_ERROR(agree_on_settings(comm->controller_transport(), local, config));
+  CHORUS_RETURN_IF_ERROR(comm->start(config));
   std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm), blocked_waiters));
-  if (local.ok() && !config.timeline_path.empty() && runtime->topology().rank == 0) {
+  if (!config.timeline_path.empty() && runtime->topology().rank == 0) {
     local = runtime->timeline_.open(config.timeline_path);
   }
   if (local.ok() && config.autotune) {
     local = Autotuner::create(config, runtime->comm_->shm_allreduce_active(), runtime->topology().rank,
                               &runtime->autotuner_);
   }
-  CHORUS_RETURN_IF_ERROR(runtime->agree_to_start(local));
+  // Rank 0's timeline or autotune log may be unwritable: the same again.
+  CHORUS_RETURN_IF_ERROR(runtime->agree(local, "could not start"));
   runtime->thread_ = std::thread([r = runtime.get()] { r->background_loop(); });
   CHORUS_LOG(kDebug, "started: rank " << runtime->topology().rank << " of " << runtime->topology().size);
   *out = std::move(runtime);
   return Status::OK();
-}
-
-// init() is collective: a rank that cannot start (a bad CHORUS_* value in its
-// environment, an unwritable timeline) must not leave the others running and
-// waiting for it forever. Every rank reports whether it could start, and all
-// of them fail together, naming the ranks that could not. Then the settings
-// every rank must share are compared with rank 0's: with different fusion
-// thresholds ranks would run differently fused collectives, with different
-// cache capacities different bit vectors.
-Status Runtime::agree_to_start(const Status& local) {
-  CHORUS_RETURN_IF_ERROR(agree(local, "could not start"));
-  // With autotuning, every rank's negotiation carries the coordinator's
-  // settings: the ranks' bit vectors differ in length unless all agree.
-  CHORUS_RETURN_IF_ERROR(agree_with_coordinator(config_.autotune ? "1" : "0", "CHORUS_AUTOTUNE"));
-  std::string shared = std::to_string(config_.fusion_threshold_bytes) + " " +
-                       std::to_string(config_.cache_capacity) + " " +
-                       shm_allreduce_mode_name(config_.shm_allreduce) + " " +
-                       std::to_string(config_.shm_allreduce_threshold_bytes);
-  const std::string mine = shared;
-  CHORUS_RETURN_IF_ERROR(comm_->controller_transport()->broadcast_from_coordinator(&shared));
-  Status same;
-  if (shared != mine) {
-    same = Status::InvalidArgument(
-        "CHORUS_FUSION_THRESHOLD, CHORUS_CACHE_CAPACITY, CHORUS_SHM_ALLREDUCE and "
-        "CHORUS_SHM_ALLREDUCE_THRESHOLD must be the same on every rank: rank " +
-        std::to_string(topology().rank) + " has " + mine + ", rank 0 has " + shared);
-  }
-  return agree(same, "has CHORUS_FUSION_THRESHOLD, CHORUS_CACHE_CAPACITY, CHORUS_SHM_ALLREDUCE or "
-                     "CHORUS_SHM_ALLREDUCE_THRESHOLD different from rank 0");
-}
-
-Status Runtime::agree_with_coordinator(const std::string& mine, const std::string& names) {
-  std::string coordinator = mine;
-  CHORUS_RETURN_IF_ERROR(comm_->controller_transport()->broadcast_from_coordinator(&coordinator));
-  Status same;
-  if (coordinator != mine) {
-    same = Status::InvalidArgument(names + " must be the same on every rank: rank " +
-                                   std::to_string(topology().rank) + " has " + mine + ", rank 0 has " + coordinator);
-  }
-  return agree(same, "has " + names + " different from rank 0");
 }
 
 Status Runtime::agree(const Status& local, const std::string& what) {

@@ -63,10 +63,6 @@ class Runtime {
 
  private:
   Runtime(const Config& config, std::unique_ptr<Communication> comm, detail::BlockedWaiters* blocked_waiters);
-  Status agree_to_start(const Status& local);
-  // Collective: an error on every rank unless `mine` equals rank 0's value
-  // of the settings `names`.
-  Status agree_with_coordinator(const std::string& mine, const std::string& names);
   // Collective: OK when `local` is OK on every rank; else this rank's own
   // error, or an error naming the ranks that failed (`what` they failed at).
   Status agree(const Status& local, const std::string& what);

@@ -24,17 +24,11 @@ constexpr std::chrono::milliseconds kPeerTimeout{300'000};
 
 Status make_host_backend(const Config& config, const Topology& topology, MPI_Comm comm,
                          std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out) {
-  int64_t settings[4] = {static_cast<int64_t>(config.shm_allreduce), config.shm_allreduce_threshold_bytes,
-                         topology.local_size == topology.size ? 1 : 0,
-                         static_cast<int64_t>(config.hierarchical_allreduce)};
-  if (MPI_Bcast(settings, 4, MPI_INT64_T, 0, comm) != MPI_SUCCESS) {
-    return Status::Internal("MPI_Bcast (shared-memory allreduce settings) failed");
-  }
   ShmAllreduceSelection selection;
-  selection.mode = static_cast<ShmAllreduceMode>(settings[0]);
-  selection.threshold_bytes = settings[1];
+  selection.mode = config.shm_allreduce;
+  selection.threshold_bytes = config.shm_allreduce_threshold_bytes;
   selection.ranks = topology.size;
-  const bool one_host = settings[2] == 1;
+  const bool one_host = topology.nodes == 1;
   const bool on = selection.mode == ShmAllreduceMode::kOn;
   if (topology.size < 2) {
     *out = std::move(mpi);
@@ -48,7 +42,7 @@ Status make_host_backend(const Config& config, const Topology& topology, MPI_Com
           "(CHORUS_HIERARCHICAL_ALLREDUCE decides for jobs on several hosts)");
     }
     HierarchicalSelection hierarchical;
-    hierarchical.mode = static_cast<ShmAllreduceMode>(settings[3]);
+    hierarchical.mode = config.hierarchical_allreduce;
     hierarchical.threshold_bytes = selection.threshold_bytes;
     hierarchical.ranks = topology.size;
     return make_hierarchical_backend(hierarchical, topology, comm, std::move(mpi), out);

@@ -16,10 +16,9 @@
 
 namespace chorus {
 
-// Collective over `comm` (every rank of the job). Uses rank 0's
-// CHORUS_SHM_ALLREDUCE* and CHORUS_HIERARCHICAL_ALLREDUCE settings on every
-// rank so that the ranks agree on the path of every collective (init()
-// separately fails when the CHORUS_SHM_ALLREDUCE* settings differ).
+// Collective over `comm` (every rank of the job). The ranks agreed on the
+// CHORUS_SHM_ALLREDUCE* and CHORUS_HIERARCHICAL_ALLREDUCE settings at init()
+// (settings_agreement.h), so they agree on the path of every collective.
 // Errors: with CHORUS_SHM_ALLREDUCE "on", when the job spans hosts or shared
 // memory cannot be set up; with CHORUS_HIERARCHICAL_ALLREDUCE "on", when
 // hosts hold different numbers of ranks or shared memory cannot be set up
