@@ -11,7 +11,7 @@
 #include <torch/utils.h>
 
 #include "chorus/torch/ops.h"
-#include "tensor_view.h"
+#include "tensor_adapter.h"
 
 namespace chorus {
 namespace torch {
