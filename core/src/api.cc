@@ -150,6 +150,10 @@ int local_size() { return runtime()->topology().local_size; }
 int cross_rank() { return runtime()->topology().cross_rank; }
 int cross_size() { return runtime()->topology().cross_size; }
 
+// The backends are fixed once the runtime exists, so a stopped one still
+// answers (the collective that follows reports why it stopped).
+bool supports(const Device& device) { return RuntimeOwner::instance().get()->supports(device); }
+
 Handle allreduce_async(const std::string& name, const Tensor& input, const Tensor& output,
                        const AllreduceOptions& options) {
   auto rt = runtime();

@@ -34,6 +34,12 @@ int local_size();
 int cross_rank();   // index of this node among the nodes
 int cross_size();
 
+// True when a backend in this build runs collectives on tensors on `device`
+// (the CPU; CUDA only in a build with a GPU backend). Every collective refuses
+// other devices by itself; frameworks ask first, before they allocate or copy
+// memory on the device.
+bool supports(const Device& device);
+
 // Allocates the output of a collective whose output size is known only after
 // negotiation (allgather, alltoall, reducescatter). It must return a tensor of
 // exactly `shape` and `dtype` whose memory stays valid until the handle is

@@ -12,6 +12,7 @@
 #include "chorus/torch/ops.h"
 #include "gradient_hooks.h"
 #include "gradient_reducer.h"
+#include "tensor_adapter.h"
 
 namespace chorus {
 namespace torch {
@@ -114,6 +115,9 @@ std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& opti
         throw Error(invalid("parameter '" + *found->second +
                             "' is not a leaf tensor; expected model parameters"));
       }
+      // Refused here, before any hook is registered, with the message the
+      // gradient's own submission would give.
+      detail::check_usable(param, name);
       const DataType dtype = to_chorus_dtype(param.scalar_type(), name);
       if (!is_floating_point(dtype)) {
         throw Error(invalid("parameter '" + *found->second + "' has dtype " + dtype_name(dtype) +

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "chorus/torch/ops.h"
+#include "tensor_adapter.h"
 
 namespace chorus {
 namespace torch {
@@ -20,17 +21,6 @@ c10::ScalarType wire_type(Compression compression) {
 bool compresses(Compression compression, c10::ScalarType grad_type) {
   return compression != Compression::kNone &&
          (grad_type == c10::ScalarType::Float || grad_type == c10::ScalarType::Double);
-}
-
-Device chorus_device(const ::torch::Tensor& tensor) {
-  if (tensor.is_cuda()) return Device::cuda(tensor.device().index());
-  return Device::cpu();
-}
-
-Tensor view_of(const ::torch::Tensor& tensor, const std::string& name) {
-  Shape shape(tensor.sizes().begin(), tensor.sizes().end());
-  return Tensor(tensor.data_ptr(), to_chorus_dtype(tensor.scalar_type(), name), std::move(shape),
-                chorus_device(tensor));
 }
 
 }  // namespace
@@ -82,7 +72,7 @@ void GradientReducer::gradient_ready(size_t index) noexcept {
   // Allocated once and reused every step: fresh memory is expensive to
   // touch, and the runtime only needs it to stay put until synchronize().
   if (!buffer.defined() || buffer.sizes() != grad.sizes() || buffer.device() != grad.device()) {
-    buffer = ::torch::empty(grad.sizes(), grad.options().dtype(wire_type(compression_)));
+    buffer = detail::empty_like_contiguous(grad, wire_type(compression_));
   }
   buffer.copy_(grad);
   return buffer;
@@ -90,19 +80,24 @@ void GradientReducer::gradient_ready(size_t index) noexcept {
 
 Status GradientReducer::submit_locked(size_t index) {
   const ReducedParameter& parameter = parameters_[index];
-  submitted_[index] = true;
   try {
     ::torch::NoGradGuard no_grad;
     ::torch::Tensor grad = parameter.param.grad();
+    if (grad.defined() && grad.is_sparse()) {
+      return Status::InvalidArgument("DistributedOptimizer: the gradient of '" + parameter.name +
+                                     "' is sparse; expected a dense gradient");
+    }
+    // Before anything is allocated, replaced or submitted: a refused
+    // gradient leaves .grad, the wire buffer and the in-flight list as they
+    // were. The parameter was checked at construction, but it may have been
+    // moved since (Module::to) or been given a .grad on another device.
+    detail::check_usable(grad.defined() ? grad : parameter.param, parameter.name);
     if (!grad.defined()) {
       // No gradient reached this parameter on this rank (e.g. a branch of
       // the model it did not use); the others may have one, and every rank
       // must submit the same names.
       grad = ::torch::zeros_like(parameter.param, ::torch::MemoryFormat::Contiguous);
       parameter.param.mutable_grad() = grad;
-    } else if (grad.is_sparse()) {
-      return Status::InvalidArgument("DistributedOptimizer: the gradient of '" + parameter.name +
-                                     "' is sparse; expected a dense gradient");
     } else if (!grad.is_contiguous()) {
       grad = grad.contiguous();
       parameter.param.mutable_grad() = grad;
@@ -119,8 +114,10 @@ Status GradientReducer::submit_locked(size_t index) {
       options.prescale_factor = 1.0 / gradient_predivide_factor_;
       options.postscale_factor = gradient_predivide_factor_ / static_cast<double>(chorus::size());
     }
-    Handle handle = allreduce_async(parameter.name, view_of(wire, parameter.name), options);
+    Handle handle =
+        allreduce_async(parameter.name, detail::view_of(wire, parameter.name), options);
     in_flight_.push_back({std::move(handle), std::move(grad), std::move(wire)});
+    submitted_[index] = true;
     ++allreduces_submitted_;
     return Status::OK();
   } catch (const Error& e) {

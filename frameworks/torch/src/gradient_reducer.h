@@ -80,7 +80,7 @@ class GradientReducer {
 
   mutable std::mutex mutex_;
   std::vector<int> passes_;                     // backward passes seen this step
-  std::vector<bool> submitted_;                 // this step, per parameter
+  std::vector<bool> submitted_;                 // in flight this step, per parameter
   std::vector<InFlight> in_flight_;             // in submission order
   std::vector<::torch::Tensor> wire_buffers_;   // persistent 16-bit buffers
   Status first_error_;                          // from a hook, reported by synchronize()

@@ -11,7 +11,7 @@
 #include <torch/utils.h>
 
 #include "chorus/torch/ops.h"
-#include "tensor_view.h"
+#include "tensor_adapter.h"
 
 namespace chorus {
 namespace torch {
@@ -103,6 +103,23 @@ void load_optimizer(::torch::optim::Optimizer& optimizer, const std::string& byt
   }
 }
 
+// The state travels as bytes in host memory, but it is the state of
+// parameters on these devices: a device this build cannot serve is refused as
+// broadcast_parameters and DistributedOptimizer refuse it, on every rank and
+// before the collective.
+void check_parameter_devices(const ::torch::optim::Optimizer& optimizer) {
+  const auto& groups = optimizer.param_groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& params = groups[g].params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!params[i].defined()) continue;
+      detail::check_device(params[i], "broadcast_optimizer_state.param_groups[" +
+                                          std::to_string(g) + "].params[" + std::to_string(i) +
+                                          "]");
+    }
+  }
+}
+
 ::torch::Tensor scalar_tensor(double value) {
   return ::torch::full({1}, value, ::torch::TensorOptions().dtype(::torch::kFloat64));
 }
@@ -160,6 +177,7 @@ void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_ra
   // may already be shutting down.
   const int rank = chorus::rank();
   const bool is_root = rank == root_rank;
+  check_parameter_devices(optimizer);
   const std::string bytes = broadcast_bytes(is_root ? serialize_optimizer(optimizer) : std::string(),
                                             root_rank, "broadcast_optimizer_state");
   if (is_root) return;

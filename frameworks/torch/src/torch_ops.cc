@@ -5,7 +5,7 @@
 
 #include "chorus/torch/ops.h"
 #include "pending_op.h"
-#include "tensor_view.h"
+#include "tensor_adapter.h"
 
 namespace chorus {
 namespace torch {

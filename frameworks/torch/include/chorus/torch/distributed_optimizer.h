@@ -57,10 +57,13 @@ class DistributedOptimizer {
   // `optimizer` must outlive this object. `parameters` are the model's named
   // parameters (module->named_parameters()); every parameter the optimizer
   // updates must be among them. Throws chorus::Error for LBFGS, duplicate
-  // names, a parameter the optimizer updates that has no name, or bad
-  // options. Parameters that do not require grad are left alone, and so are
-  // named parameters the optimizer does not update; a tensor listed under
-  // two names (tied weights) is reduced once, under its first name.
+  // names, a parameter the optimizer updates that has no name, a parameter
+  // the torch ops would refuse (a dtype or a device this build does not
+  // support; same message as theirs, naming "<prefix>.<parameter name>"), or
+  // bad options. Needs chorus::init(). Parameters that do not require grad
+  // are left alone, and so are named parameters the optimizer does not
+  // update; a tensor listed under two names (tied weights) is reduced once,
+  // under its first name.
   DistributedOptimizer(::torch::optim::Optimizer& optimizer, const NamedParameters& parameters,
                        DistributedOptimizerOptions options = {});
   // Same, with an explicit list of (name, parameter) pairs.
@@ -82,7 +85,10 @@ class DistributedOptimizer {
   // when there is none), so every rank submits the same names. Throws
   // chorus::Error with the runtime's message when a collective failed, or
   // when a gradient was computed again while its allreduce was in flight
-  // (more backward passes than backward_passes_per_step).
+  // (more backward passes than backward_passes_per_step). A gradient the
+  // torch ops would refuse (e.g. one on a device this build does not
+  // support) is refused with their message before anything is done with it;
+  // the other gradients are still reduced, so ranks stay paired.
   void synchronize();
   // synchronize() (unless inside a SkipSynchronize scope), then the wrapped
   // optimizer's step(). Inside a SkipSynchronize scope, refused

@@ -1,12 +1,19 @@
 // Collectives on LibTorch tensors. Each async op returns a TorchHandle that
 // keeps every tensor it needs alive until the collective is done; wait()
-// returns the result as a torch::Tensor. Contiguous CPU tensors of a supported
+// returns the result as a torch::Tensor. Contiguous tensors of a supported
 // dtype go to the runtime without a copy; anything else is copied to a
 // contiguous tensor first (and, for in-place ops, copied back by wait()).
+// Outputs are allocated on the input's device.
 //
 // Supported dtypes: uint8, int8, int32, int64, float16, bfloat16, float32,
 // float64, and bool for broadcast and allgather. Any other dtype, or a tensor
 // that is undefined, is a chorus::Error naming the tensor and the dtype.
+// Supported devices: those a backend in this build serves (chorus::supports():
+// the CPU; CUDA only with a GPU backend). A tensor on any other device is
+// refused before anything is submitted, with the same error on every path of
+// the torch front end (these ops, DistributedOptimizer, state broadcast):
+// kInvalidArgument, "tensor '<name>' is on device <device>: no backend in this
+// build supports tensors on <device>".
 #pragma once
 
 #include <chrono>

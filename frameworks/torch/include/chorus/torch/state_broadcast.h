@@ -17,6 +17,9 @@ namespace torch {
 // Overwrites every parameter and buffer of `module` (or the given named
 // tensors) with root_rank's values, in place. Names must be the same on every
 // rank; a rank whose shapes differ fails with an error naming the tensor.
+// Every tensor is checked before any is submitted: one the torch ops would
+// refuse (e.g. on a device this build does not support) fails with their
+// message, under the name "broadcast_parameters.<parameter|buffer>.<name>".
 void broadcast_parameters(const ::torch::nn::Module& module, int root_rank);
 void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tensor>& tensors,
                           int root_rank);
@@ -27,7 +30,10 @@ void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tenso
 // the optimizers have taken a step yet: a rank whose state is empty receives
 // root_rank's state, and an empty state on root_rank clears the others'.
 // Parameters are matched by position within their group, so the optimizers
-// must be built over the same model on every rank.
+// must be built over the same model on every rank. A parameter on a device
+// this build does not support is refused before the collective, with the
+// torch ops' message, under the name
+// "broadcast_optimizer_state.param_groups[<g>].params[<i>]".
 void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_rank);
 
 // Reduces a scalar across ranks (default: the average), e.g. a loss or an
