@@ -232,7 +232,7 @@ constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kShutdown);
 constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kShutdown);
 constexpr uint8_t kMaxDtype = kNumDataTypes - 1;
 constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kProduct);
-constexpr uint8_t kMaxDeviceKind = static_cast<uint8_t>(Device::Kind::kCUDA);
+constexpr uint8_t kMaxDeviceKind = static_cast<uint8_t>(Device::Kind::kCustom);
 
 void write_device(Writer* w, const Device& d) {
   w->u8(static_cast<uint8_t>(d.kind));

@@ -50,7 +50,8 @@ const Field kFields[] = {
     {"device", always,
      [](const Request& a, const Request& b) { return a.device.kind != b.device.kind; },
      [](const Request& r) {
-       return std::string(r.device.kind == Device::Kind::kCPU ? "cpu" : "cuda");
+       const std::string device = r.device.to_string();
+       return device.substr(0, device.find(':'));
      }},
     {"root rank", [](OpType op) { return op == OpType::kBroadcast; },
      [](const Request& a, const Request& b) { return a.root != b.root; },

@@ -53,7 +53,12 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 std::string Device::to_string() const {
-  return kind == Kind::kCPU ? std::string("cpu") : "cuda:" + std::to_string(index);
+  switch (kind) {
+    case Kind::kCPU: return "cpu";
+    case Kind::kCUDA: return "cuda:" + std::to_string(index);
+    case Kind::kCustom: return "custom:" + std::to_string(index);
+  }
+  return "unknown device kind " + std::to_string(static_cast<int>(kind));
 }
 
 int64_t num_elements(const Shape& shape) {

@@ -33,15 +33,17 @@ bool parse_dtype(const std::string& name, DataType* out);
 enum class ReduceOp : uint8_t { kSum = 0, kAverage, kMin, kMax, kProduct };
 const char* reduce_op_name(ReduceOp op);
 
-// Where a tensor's memory lives. The CPU backend handles kCPU; a GPU backend
-// (NCCL) registers for kCUDA.
+// Where a tensor's memory lives. The CPU backends handle kCPU; a GPU backend
+// (NCCL) registers for kCUDA; kCustom is a device that a program brings with
+// a backend of its own (the test suite's asynchronous device does).
 struct Device {
-  enum class Kind : uint8_t { kCPU = 0, kCUDA = 1 };
+  enum class Kind : uint8_t { kCPU = 0, kCUDA = 1, kCustom = 2 };
   Kind kind = Kind::kCPU;
   int index = 0;
 
   static Device cpu() { return {}; }
   static Device cuda(int index) { return {Kind::kCUDA, index}; }
+  static Device custom(int index) { return {Kind::kCustom, index}; }
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
   bool operator!=(const Device& o) const { return !(*this == o); }
   std::string to_string() const;
