@@ -1,7 +1,9 @@
 // Backend: one transport's implementation of the collectives on raw buffers.
-// The executor (core/) does fusion, scaling and output allocation; a backend
-// only moves and reduces bytes. Backends are picked per response by the
-// registry: the first one that supports the tensor's device wins.
+// The executor (core/) does fusion, prescaling and output allocation; a
+// backend moves and reduces bytes, and multiplies a reduction's result by
+// the factor the executor gives it (an average's 1/size, a postscale).
+// Backends are picked per response by the registry: the first one that
+// supports the tensor's device wins.
 #pragma once
 
 #include <cstdint>
