@@ -1,7 +1,9 @@
 // Backend: one transport's implementation of the collectives on raw buffers.
-// The executor (core/) does fusion, scaling and output allocation; a backend
-// only moves and reduces bytes. Backends are picked per response by the
-// registry: the first one that supports the tensor's device wins.
+// The executor (core/) does fusion, prescaling and output allocation; a
+// backend moves and reduces bytes, and multiplies a reduction's result by
+// the factor the executor gives it (an average's 1/size, a postscale).
+// Backends are picked per response by the registry: the first one that
+// supports the tensor's device wins.
 #pragma once
 
 #include <cstdint>
@@ -39,9 +41,11 @@ class Backend {
                            ReduceOp op) = 0;
   // allreduce(), then the result times `factor` (an average's 1/size and a
   // postscale, for floating-point dtypes). This default scales the output
-  // afterwards, one more pass over it; a backend that can scale each rank's
-  // share of the result while it is still in cache overrides it. Like every
-  // collective, all ranks call it with the same arguments (and factor).
+  // afterwards, one more pass over it, which rounds float16 and bfloat16
+  // results a second time; a backend that can scale each rank's share of
+  // the result as it reduces it overrides it (one pass, one rounding).
+  // Like every collective, all ranks call it with the same arguments (and
+  // factor).
   virtual Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype,
                                   ReduceOp op, double factor);
   // Fusion without a staging buffer. An algorithm that copies its input into
@@ -71,11 +75,18 @@ class Backend {
                            void* output, const std::vector<int64_t>& recv_counts,
                            DataType dtype) = 0;
   // Reduces every rank's `input` (sum of recv_counts elements) and leaves
-  // rank r's recv_counts[r] elements (at offset sum of the earlier counts) in
-  // `output` on rank r. output may equal input (then the result is at the
-  // start of the buffer).
-  virtual Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
-                               DataType dtype, ReduceOp op) = 0;
+  // rank r's recv_counts[r] elements (at offset sum of the earlier counts),
+  // times `factor` (1 for integer dtypes), in `output` on rank r. output may
+  // equal input (then the result is at the start of the buffer). The factor
+  // belongs to the backend, as in allreduce_scaled(), so that float16 and
+  // bfloat16 results can be rounded once.
+  virtual Status reducescatter_scaled(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                                      DataType dtype, ReduceOp op, double factor) = 0;
+  // reducescatter_scaled() with factor 1.
+  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts, DataType dtype,
+                       ReduceOp op) {
+    return reducescatter_scaled(input, output, recv_counts, dtype, op, 1.0);
+  }
   virtual Status barrier() = 0;
 };
 

@@ -45,9 +45,9 @@ class ForwardingBackend : public Backend {
                    const std::vector<int64_t>& recv_counts, DataType dtype) override {
     return fallback_->alltoallv(input, send_counts, output, recv_counts, dtype);
   }
-  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
-                       DataType dtype, ReduceOp op) override {
-    return fallback_->reducescatter(input, output, recv_counts, dtype, op);
+  Status reducescatter_scaled(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                              DataType dtype, ReduceOp op, double factor) override {
+    return fallback_->reducescatter_scaled(input, output, recv_counts, dtype, op, factor);
   }
   Status barrier() override { return fallback_->barrier(); }
 

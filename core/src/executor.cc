@@ -177,7 +177,8 @@ Status Executor::allreduce(const ExecutionUnit& unit, Entries& entries, Backend*
   span(entries, unit, "MEMCPY_IN_FUSION_BUFFER", start);
 
   start = Clock::now();
-  CHORUS_RETURN_IF_ERROR(backend->allreduce(buffer, buffer, total, dtype, backend_op(first.reduce_op)));
+  CHORUS_RETURN_IF_ERROR(
+      backend->allreduce_scaled(buffer, buffer, total, dtype, backend_op(first.reduce_op), result_factor(first)));
   span(entries, unit, "ALLREDUCE", start, "\"fused_tensors\": " + std::to_string(unit.size()));
 
   start = Clock::now();
@@ -251,16 +252,14 @@ Status Executor::allreduce_one(const Response& response, TensorEntry* entry, Bac
   const DataType dtype = response.dtype;
   const int64_t n = response.elements;
   const auto start = Clock::now();
-  // Floating-point results are scaled by the backend as it reduces: no pass
-  // of its own over the result. Every rank must ask for the same scaling,
-  // a joined one too: on shared memory each rank scales the share it owns.
-  const bool scaled_by_backend = is_floating_point(dtype);
+  // Every rank must ask for the same scaling, a joined one too: on shared
+  // memory each rank scales the share it owns.
   const ReduceOp op = backend_op(response.reduce_op);
+  const double factor = result_factor(response);
   if (entry == nullptr) {  // joined: contribute zeros and drop the result
     void* zeros = fusion_buffer_.get(static_cast<size_t>(n) * dtype_size(dtype));
     std::memset(zeros, 0, static_cast<size_t>(n) * dtype_size(dtype));
-    return scaled_by_backend ? backend->allreduce_scaled(zeros, zeros, n, dtype, op, result_factor(response))
-                             : backend->allreduce(zeros, zeros, n, dtype, op);
+    return backend->allreduce_scaled(zeros, zeros, n, dtype, op, factor);
   }
   const void* input = entry->input_data;
   void* output = entry->output_data;
@@ -268,12 +267,8 @@ Status Executor::allreduce_one(const Response& response, TensorEntry* entry, Bac
     CHORUS_RETURN_IF_ERROR(scale(input, output, n, dtype, response.prescale));
     input = output;
   }
-  if (scaled_by_backend) {
-    CHORUS_RETURN_IF_ERROR(backend->allreduce_scaled(input, output, n, dtype, op, result_factor(response)));
-  } else {
-    CHORUS_RETURN_IF_ERROR(backend->allreduce(input, output, n, dtype, op));
-    CHORUS_RETURN_IF_ERROR(finish_reduction(response, output, output, n));
-  }
+  CHORUS_RETURN_IF_ERROR(backend->allreduce_scaled(input, output, n, dtype, op, factor));
+  CHORUS_RETURN_IF_ERROR(finish_reduction(response, output, output, n));
   if (timeline_->enabled()) timeline_->span(response.name, "ALLREDUCE", start, Clock::now());
   return Status::OK();
 }
@@ -285,11 +280,10 @@ double Executor::result_factor(const Response& response) const {
 
 Status Executor::finish_reduction(const Response& response, const void* from, void* to, int64_t count) {
   const DataType dtype = response.dtype;
-  const bool average = response.reduce_op == ReduceOp::kAverage;
-  const double factor = result_factor(response);
-  if (factor != 1.0) return scale(from, to, count, dtype, factor);
   if (from != to && count > 0) std::memcpy(to, from, static_cast<size_t>(count) * dtype_size(dtype));
-  if (average && !is_floating_point(dtype)) return divide(to, count, dtype, topology_.size);
+  if (response.reduce_op == ReduceOp::kAverage && !is_floating_point(dtype)) {
+    return divide(to, count, dtype, topology_.size);
+  }
   return Status::OK();
 }
 
@@ -382,10 +376,12 @@ Status Executor::reducescatter(const ExecutionUnit& unit, Entries& entries, Back
 
   start = Clock::now();
   const ReduceOp op = backend_op(unit.front().reduce_op);
+  const double factor = result_factor(unit.front());
   if (fused) {
-    CHORUS_RETURN_IF_ERROR(backend->reducescatter(buffer, buffer, recv_counts, dtype, op));
+    CHORUS_RETURN_IF_ERROR(backend->reducescatter_scaled(buffer, buffer, recv_counts, dtype, op, factor));
   } else {
-    CHORUS_RETURN_IF_ERROR(backend->reducescatter(entries[0]->input_data, outputs[0].data, recv_counts, dtype, op));
+    CHORUS_RETURN_IF_ERROR(
+        backend->reducescatter_scaled(entries[0]->input_data, outputs[0].data, recv_counts, dtype, op, factor));
   }
   span(entries, unit, "REDUCESCATTER", start);
 

@@ -1,9 +1,9 @@
 // Executor: runs one execution unit (a response, or several fused ones) on
 // the backend chosen for its device, and completes the entries' handles.
 // It owns the data-path details the backends do not: packing fused tensors
-// into the persistent fusion buffer, prescale/postscale and the division of
-// kAverage, zeros for a joined rank, and allocating outputs whose size is
-// known only now.
+// into the persistent fusion buffer, prescale, the factor of postscale and
+// kAverage (which the backend applies as it reduces), zeros for a joined
+// rank, and allocating outputs whose size is known only now.
 #pragma once
 
 #include <chrono>
@@ -42,11 +42,14 @@ class Executor {
   Status allgather(const Response& response, TensorEntry& entry, Backend* backend);
   Status alltoall(TensorEntry& entry, Backend* backend);
   Status reducescatter(const ExecutionUnit& unit, Entries& entries, Backend* backend);
-  // Applies postscale (and the division of kAverage) while copying `count`
-  // elements from `from` to `to` (which may be equal).
   // What the reduced sum is multiplied by: the postscale, divided by the
-  // number of ranks for a floating-point average.
+  // number of ranks for a floating-point average (1 for integers). Every
+  // reduction hands it to the backend (allreduce_scaled,
+  // reducescatter_scaled), which applies it as it reduces, so float16 and
+  // bfloat16 results are rounded once and not again by a pass of its own.
   double result_factor(const Response& response) const;
+  // Copies `count` reduced (and scaled) elements from `from` to `to` (which
+  // may be equal) and divides an integer average, truncating.
   Status finish_reduction(const Response& response, const void* from, void* to, int64_t count);
   void span(const Entries& entries, const ExecutionUnit& unit, const char* activity,
             Clock::time_point start, const std::string& args = "");

@@ -166,8 +166,8 @@ Status Runtime::run_cycle(bool* stop) {
 void Runtime::apply(const TuningSettings& settings) {
   fusion_threshold_bytes_ = settings.fusion_threshold_bytes;
   comm_->trigger()->set_min_interval_ms(settings.cycle_time_ms);
-  // MPI only: no size reaches the threshold (the float16/bfloat16 cases that
-  // must take shared memory for consistent bits still do).
+  // MPI only: no size reaches the threshold (the float16/bfloat16 cases
+  // that the selection sends to shared memory at any size still go there).
   comm_->set_shm_allreduce_threshold(settings.shm_allreduce ? config_.shm_allreduce_threshold_bytes
                                                             : std::numeric_limits<int64_t>::max());
 }

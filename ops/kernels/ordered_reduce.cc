@@ -91,8 +91,8 @@ void fold_floating(const ReducedOutput& to, const void* const* inputs, int ranks
   fold_op<T, T>(to, inputs, ranks, count, op, [](T v) { return v; }, [factor](T v) { return v * factor; });
 }
 
-// float16/bfloat16: accumulate in float32, round once; a factor then
-// multiplies the rounded value (see the header).
+// float16/bfloat16: accumulate in float32, multiply the float32 result by
+// the factor and round to 16 bits once (see the header).
 template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
 void fold_half(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count, ReduceOp op) {
   if (to.factor == 1.0) {
@@ -100,8 +100,7 @@ void fold_half(const ReducedOutput& to, const void* const* inputs, int ranks, in
     return;
   }
   const float factor = static_cast<float>(to.factor);
-  fold_op<uint16_t, float>(to, inputs, ranks, count, op, Widen,
-                           [factor](float v) { return Narrow(Widen(Narrow(v)) * factor); });
+  fold_op<uint16_t, float>(to, inputs, ranks, count, op, Widen, [factor](float v) { return Narrow(v * factor); });
 }
 
 Status check_arguments(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count,

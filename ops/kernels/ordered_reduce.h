@@ -4,12 +4,13 @@
 //
 // Every element is combined in the same order wherever it sits in the
 // buffer, so a tensor reduced alone and the same tensor inside a fused buffer
-// get bit-identical results, whatever the timing. For float32, float64 and
-// the integer types this is also bit for bit what OrderedReduction (the MPI
-// path, which folds pairwise in rank order) computes. float16 and bfloat16
-// accumulate in float32 over all ranks and round once at the end, which on
-// 3 or more ranks is more accurate than rounding after every rank (and so
-// can differ in the last bit from the pairwise MPI path).
+// get bit-identical results, whatever the timing. The shared-memory
+// allreduce and OrderedReduction (the MPI path for floating-point sums and
+// products) both fold with it, so they agree bit for bit. float16 and
+// bfloat16 accumulate in float32 over all ranks and round once at the end,
+// which on 3 or more ranks is more accurate than rounding after every rank
+// as a pairwise fold with reduce_into() (ops/kernels/reduce.h) would; on 2
+// ranks both compute the same thing (a op b in float32, rounded once).
 #pragma once
 
 #include <cstdint>
@@ -32,10 +33,15 @@ struct ReducedOutput {
 };
 
 // reduce_ranks_in_order(), multiplied by `factor` in the same pass: the
-// shared-memory allreduce's owner of a share scales it (an average) without
-// a second pass over it. The bits are those of a reduce followed by scale()
-// (ops/kernels/scale.h): float16 and bfloat16 round the reduced value, widen
-// it, multiply in float32 and round again, as scale() does.
+// owner of a share (shared memory, or OrderedReduction on MPI) scales it (an
+// average's 1/size, a postscale) without a second pass over it. float32,
+// float64 and the integers get the bits of a reduce followed by scale()
+// (ops/kernels/scale.h). float16 and bfloat16 multiply the float32
+// accumulation by the factor (as a float) and round to 16 bits once: a
+// reduce followed by scale() would round the sum to 16 bits first and the
+// product again, which can be one unit in the last place off the mean of
+// the inputs (e.g. 1, 2^-11 and 0 in float16 average to 0.333251953125
+// that way; one rounding gives 0.33349609375).
 Status reduce_ranks_in_order_to(const ReducedOutput& to, const void* const* inputs, int ranks, int64_t count,
                                 DataType dtype, ReduceOp op);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/kernels/scale.h"
+
 namespace chorus {
 namespace {
 
@@ -74,6 +76,12 @@ Status MpiBackend::check_reduction(const char* collective, DataType dtype, Reduc
   return Status::OK();
 }
 
+Status MpiBackend::check_factor(const char* collective, DataType dtype, double factor) const {
+  if (factor == 1.0 || is_floating_point(dtype)) return Status::OK();
+  return Status::InvalidArgument(std::string(collective) + ": a " + dtype_name(dtype) +
+                                 " result can only be scaled by 1, got " + std::to_string(factor));
+}
+
 Status MpiBackend::to_mpi_counts(const char* collective, const char* what, const std::vector<int64_t>& counts,
                                  std::vector<int>* ints, std::vector<int>* displs) const {
   if (counts.size() != static_cast<size_t>(size_)) return wrong_length(collective, what, counts.size(), size_);
@@ -100,7 +108,13 @@ Status MpiBackend::to_mpi_counts(const char* collective, const char* what, const
 }
 
 Status MpiBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
+  return allreduce_scaled(input, output, count, dtype, op, 1.0);
+}
+
+Status MpiBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                                    double factor) {
   CHORUS_RETURN_IF_ERROR(check_reduction("allreduce", dtype, op));
+  CHORUS_RETURN_IF_ERROR(check_factor("allreduce", dtype, factor));
   if (count < 0) return Status::InvalidArgument("allreduce: negative count " + std::to_string(count));
   if (count > 0 && input == nullptr) return null_buffer("allreduce", "input", count);
   if (count > 0 && output == nullptr) return null_buffer("allreduce", "output", count);
@@ -108,20 +122,24 @@ Status MpiBackend::allreduce(const void* input, void* output, int64_t count, Dat
   const MPI_Op mpi_op = types_->op(dtype, op);
   const size_t element_size = dtype_size(dtype);
   const bool in_place = input == output;
-  const bool ordered = needs_ordered_reduction(dtype, op, size_) ||
+  // The ordered path multiplies by the factor as it folds (float16 and
+  // bfloat16 round once); after MPI's own allreduce a scale pass follows,
+  // which for float32/float64 gives the same bits as the fold would.
+  const bool ordered = needs_ordered_reduction(dtype, op, size_, factor) ||
                        prefer_ordered_reduction(count * static_cast<int64_t>(element_size), size_);
   // Element i only ever combines with element i, so chunks are independent
   // allreduces and give the same result as one call.
   for (int64_t offset = 0; offset < count; offset += count_limit_) {
     const int n = static_cast<int>(std::min(count - offset, count_limit_));
+    char* out = byte_offset(output, offset, element_size);
     if (ordered) {
-      CHORUS_RETURN_IF_ERROR(ordered_->allreduce(byte_offset(input, offset, element_size),
-                                                 byte_offset(output, offset, element_size), n, dtype, op));
+      CHORUS_RETURN_IF_ERROR(
+          ordered_->allreduce(byte_offset(input, offset, element_size), out, n, dtype, op, factor));
       continue;
     }
     const void* send = in_place ? MPI_IN_PLACE : byte_offset(input, offset, element_size);
-    CHORUS_RETURN_IF_ERROR(mpi_status(
-        "MPI_Allreduce", MPI_Allreduce(send, byte_offset(output, offset, element_size), n, type, mpi_op, comm_)));
+    CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Allreduce", MPI_Allreduce(send, out, n, type, mpi_op, comm_)));
+    if (factor != 1.0) CHORUS_RETURN_IF_ERROR(scale(out, out, n, dtype, factor));
   }
   return Status::OK();
 }
@@ -214,9 +232,10 @@ Status MpiBackend::alltoallv(const void* input, const std::vector<int64_t>& send
                                                    recv_ints.data(), recv_displs.data(), type, comm_));
 }
 
-Status MpiBackend::reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
-                                 DataType dtype, ReduceOp op) {
+Status MpiBackend::reducescatter_scaled(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                                        DataType dtype, ReduceOp op, double factor) {
   CHORUS_RETURN_IF_ERROR(check_reduction("reducescatter", dtype, op));
+  CHORUS_RETURN_IF_ERROR(check_factor("reducescatter", dtype, factor));
   std::vector<int> ints;
   std::vector<int> displs;
   CHORUS_RETURN_IF_ERROR(to_mpi_counts("reducescatter", "recv_counts", recv_counts, &ints, &displs));
@@ -232,13 +251,16 @@ Status MpiBackend::reducescatter(const void* input, void* output, const std::vec
   if (mine > 0 && output == nullptr) return null_buffer("reducescatter", "output", mine);
   // MPI_IN_PLACE reads the whole input from the output buffer and leaves
   // this rank's block at its start: exactly the contract of backend.h.
-  if (needs_ordered_reduction(dtype, op, size_) ||
+  if (needs_ordered_reduction(dtype, op, size_, factor) ||
       prefer_ordered_reduction(total * static_cast<int64_t>(dtype_size(dtype)), size_)) {
-    return ordered_->reduce_scatter(input, output, ints, displs, dtype, op);
+    return ordered_->reduce_scatter(input, output, ints, displs, dtype, op, factor);
   }
   const void* send = input == output ? MPI_IN_PLACE : input;
-  return mpi_status("MPI_Reduce_scatter", MPI_Reduce_scatter(send, output, ints.data(), types_->datatype(dtype),
-                                                             types_->op(dtype, op), comm_));
+  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Reduce_scatter",
+                                    MPI_Reduce_scatter(send, output, ints.data(), types_->datatype(dtype),
+                                                       types_->op(dtype, op), comm_)));
+  if (factor == 1.0) return Status::OK();
+  return scale(output, output, mine, dtype, factor);
 }
 
 Status MpiBackend::barrier() {

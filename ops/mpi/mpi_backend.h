@@ -38,6 +38,13 @@ class MpiBackend : public Backend {
   bool supports(const Device& device) const override { return device.kind == Device::Kind::kCPU; }
 
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
+  // Where the ordered path runs (ordered_reduction.h) the factor is applied
+  // as each block is folded, so float16 and bfloat16 round once; float16 and
+  // bfloat16 sums and products with a factor take that path on 2 ranks too.
+  // Elsewhere the result is scaled after MPI's allreduce: one rounding for
+  // min, max and one rank, the bits of a fold for float32 and float64.
+  Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                          double factor) override;
   // A job of one rank: the allreduce of a fused message is each piece's
   // input times the factor, so the executor need not copy it into its fusion
   // buffer and back (two passes over every gradient of a step).
@@ -51,8 +58,9 @@ class MpiBackend : public Backend {
                          std::vector<int64_t>* recv_counts) override;
   Status alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
                    const std::vector<int64_t>& recv_counts, DataType dtype) override;
-  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
-                       DataType dtype, ReduceOp op) override;
+  // Scales like allreduce_scaled().
+  Status reducescatter_scaled(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                              DataType dtype, ReduceOp op, double factor) override;
   Status barrier() override;
 
  private:
@@ -60,6 +68,8 @@ class MpiBackend : public Backend {
   Status check_dtype(const char* collective, DataType dtype) const;
   // Also checks that `op` and `dtype` can be reduced.
   Status check_reduction(const char* collective, DataType dtype, ReduceOp op) const;
+  // Only floating-point results can be scaled by a factor other than 1.
+  Status check_factor(const char* collective, DataType dtype, double factor) const;
   // One count per rank, each in [0, count_limit_], and their running offsets
   // (displacements) within the limit too; fills `ints` and `displs`.
   Status to_mpi_counts(const char* collective, const char* what, const std::vector<int64_t>& counts,

@@ -22,7 +22,11 @@
 // whatever the element's position in the message. Results are therefore the
 // same on every rank and the same fused or alone, but floating-point sums
 // and products differ in the last bits from the flat MPI path, which folds
-// in world-rank order.
+// in world-rank order. float16/bfloat16 round more often than on one host:
+// each host's float32 sum is rounded to 16 bits to cross hosts, the hosts'
+// values are added in float32 and rounded again, and an average's factor
+// is applied afterwards (HierarchicalBackend), a third rounding. Sending
+// float32 partial sums instead would double the cross-host traffic.
 //
 // Failures: a rank whose cross-host step fails posts the error in the
 // host's segment (ShmSignals::post_failure), so its local peers fail at once

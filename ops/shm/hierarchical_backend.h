@@ -40,8 +40,10 @@ class HierarchicalBackend : public ForwardingBackend {
 
   const char* name() const override { return "hierarchical"; }
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
-  // The hierarchical path scales afterwards (Backend's default); the others
-  // go to the wrapped backend's own allreduce_scaled.
+  // The hierarchical path scales afterwards (Backend's default), which
+  // rounds a float16/bfloat16 result once more: its cross-host step sends
+  // 16-bit shares, so the host's float32 sum cannot wait for the factor.
+  // The others go to the wrapped backend's own allreduce_scaled.
   Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                           double factor) override;
 

@@ -184,6 +184,8 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
                             sources[r] = r == me ? in : slot(seq, r) + share.offset + offset;
                           }
                           const int64_t n = bytes / esize;
+                          // The cross-host step sends the share in its dtype: with one,
+                          // 16-bit results round before it and again when scaled.
                           if (after_reduce) {
                             CHORUS_RETURN_IF_ERROR(reduce_ranks_in_order(out, sources, ranks, n, dtype, op));
                             CHORUS_RETURN_IF_ERROR(after_reduce(out, n));

@@ -13,7 +13,10 @@
 //      the share is multiplied by the factor (an average's 1/size), then
 //      rank r publishes it in share r of its own slot and posts "reduced".
 //      Without a cross-host step the fold multiplies by the factor in its
-//      own pass (reduce_ranks_in_order_to);
+//      own pass (reduce_ranks_in_order_to), so float16/bfloat16 results are
+//      rounded once. A cross-host step needs the share in the dtype (16-bit
+//      values cross hosts), so there the fold, the step and the scaling
+//      each round a 16-bit result;
 //   3. allgather: once all have reduced, every rank copies share p of rank
 //      p's slot into its output, for every peer p.
 // A rank copies in chunk k+1 before it waits for the others to reduce chunk

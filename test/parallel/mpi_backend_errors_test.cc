@@ -53,6 +53,8 @@ TEST_F(MpiBackendChecksTest, RejectsBadArgumentsBeforeCommunicating) {
   expect_invalid(backend_->reducescatter(d, d, ones, DataType::kFloat16, ReduceOp::kAverage), "average");
   expect_invalid(backend_->reducescatter(d, d, ones, DataType::kBool, ReduceOp::kSum), "bool");
   expect_invalid(five->reducescatter(d, d, threes, DataType::kFloat64, ReduceOp::kSum), "limit of 5");
+  expect_invalid(backend_->allreduce_scaled(d, d, 2, DataType::kInt32, ReduceOp::kSum, 0.5), "scaled by 1");
+  expect_invalid(backend_->reducescatter_scaled(d, d, ones, DataType::kInt64, ReduceOp::kSum, 0.5), "scaled by 1");
   expect_invalid(five->allgatherv(d, d, sixes, DataType::kFloat32), "limit of 5");
   if (size_ >= 3) {  // counts within the limit, but rank 2's displacement (6) is not
     std::vector<int64_t> counts = ones;

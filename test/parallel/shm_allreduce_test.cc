@@ -5,9 +5,9 @@
 // the test's own scalar code (inputs are a pure function of rank, seed and
 // index), and results must match it bit for bit: the shared-memory path
 // promises a fixed rank order. Also: the segment's name is gone once set up,
-// and for the dtypes where both paths round the same way, the MPI backend
-// gives the very same bits (so a tensor does not change when fusion moves it
-// across the size threshold between the paths).
+// and the MPI backend gives the very same bits, scaled or not (so a tensor
+// does not change when fusion moves it across the size threshold between
+// the paths).
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -296,8 +296,9 @@ TEST_F(ShmAllreduceTest, PiecesOfAFusedMessageMatchTheirSlicesOfTheReference) {
 
 // The executor picks the path by message size, so a tensor may go through
 // MPI alone and through shared memory when fused: both must give the same
-// bits wherever both round the same way (everything but float16/bfloat16
-// sums and products on 3+ ranks, which the selection keeps on one path).
+// bits, for every dtype and op, scaled (an average, a postscale) or not.
+// float16 and bfloat16 sums and products fold in float32 and round once,
+// after the factor, on both paths.
 TEST_F(ShmAllreduceTest, SameBitsAsTheMpiBackend) {
   MpiTypes types;
   ASSERT_TRUE(types.create().ok());
@@ -306,21 +307,25 @@ TEST_F(ShmAllreduceTest, SameBitsAsTheMpiBackend) {
     uint64_t seed = 5000;
     for (DataType dtype : kDtypes) {
       for (ReduceOp op : kOps) {
-        const bool half = dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
-        if (half && size_ > 2 && (op == ReduceOp::kSum || op == ReduceOp::kProduct)) continue;
-        // Below and (for float32) above the 4 MiB from which MPI takes its
-        // ordered path on any number of ranks.
-        const bool wide = dtype == DataType::kFloat32 && op == ReduceOp::kSum;
-        for (int64_t bytes : {int64_t{40000}, wide ? int64_t{(4 << 20) + 64} : int64_t{0}}) {
-          if (bytes == 0) continue;
-          const int64_t count = bytes / static_cast<int64_t>(dtype_size(dtype));
-          const Bytes input = make_input(dtype, op, rank_, ++seed, count);
-          Bytes via_shm(input.size());
-          Bytes via_mpi(input.size());
-          ASSERT_TRUE(algorithms_[2]->allreduce(input.data(), via_shm.data(), count, dtype, op).ok());
-          ASSERT_TRUE(mpi.allreduce(input.data(), via_mpi.data(), count, dtype, op).ok());
-          EXPECT_TRUE(same_bits(via_shm, via_mpi, dtype_size(dtype)))
-              << dtype_name(dtype) << " " << reduce_op_name(op) << " " << bytes << " bytes";
+        const std::vector<double> factors =
+            is_floating_point(dtype) ? std::vector<double>{1.0, 1.0 / size_, 0.1 / size_} : std::vector<double>{1.0};
+        for (double factor : factors) {
+          // Below and (for float32) above the 4 MiB from which MPI takes
+          // its ordered path on any number of ranks.
+          const bool wide = dtype == DataType::kFloat32 && op == ReduceOp::kSum && factor == 1.0;
+          for (int64_t bytes : {int64_t{40000}, wide ? int64_t{(4 << 20) + 64} : int64_t{0}}) {
+            if (bytes == 0) continue;
+            const int64_t count = bytes / static_cast<int64_t>(dtype_size(dtype));
+            const Bytes input = make_input(dtype, op, rank_, ++seed, count);
+            Bytes via_shm(input.size());
+            Bytes via_mpi(input.size());
+            ASSERT_TRUE(
+                algorithms_[2]->allreduce(input.data(), via_shm.data(), count, dtype, op, nullptr, factor).ok());
+            ASSERT_TRUE(mpi.allreduce_scaled(input.data(), via_mpi.data(), count, dtype, op, factor).ok());
+            EXPECT_TRUE(same_bits(via_shm, via_mpi, dtype_size(dtype)))
+                << dtype_name(dtype) << " " << reduce_op_name(op) << " factor " << factor << " " << bytes
+                << " bytes";
+          }
         }
       }
     }

@@ -114,7 +114,7 @@ TEST(ShmRuntime, Float16SumsAccumulateInFloat32) {
   shutdown_chorus();
 }
 
-// Runs the same 60 small tensors (400 bytes each: below the threshold alone,
+// Runs the same 80 small tensors (400 bytes each: below the threshold alone,
 // above it fused) and returns every result, in order.
 std::vector<Buffer> run_small_tensors(const char* fusion_threshold, int rank, int size) {
   std::vector<Buffer> results;
@@ -123,14 +123,16 @@ std::vector<Buffer> run_small_tensors(const char* fusion_threshold, int rank, in
                          {"CHORUS_FUSION_THRESHOLD", fusion_threshold}}));
   if (!chorus::is_initialized()) return results;
   std::deque<Pending> pending;
-  for (int t = 0; t < 60; ++t) {
-    const DataType dtype = t % 3 == 0 ? DataType::kBFloat16 : (t % 3 == 1 ? DataType::kFloat32 : DataType::kFloat64);
+  const DataType dtypes[] = {DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kFloat16};
+  for (int t = 0; t < 80; ++t) {
+    const DataType dtype = dtypes[t % 4];
     const int64_t elements = static_cast<int64_t>(400 / chorus::dtype_size(dtype));
     Pending& p = pending.emplace_back();
     p.name = "shm.fusion." + std::to_string(t);
     p.data = make_inputs(dtype, {elements}, size, t, kSeed, Values::kRandom)[rank];
     AllreduceOptions options;
-    options.op = t % 5 == 0 ? ReduceOp::kProduct : ReduceOp::kSum;
+    // Sums, products and averages (scaled as they are reduced).
+    options.op = t % 5 == 0 ? ReduceOp::kProduct : t % 5 == 1 ? ReduceOp::kAverage : ReduceOp::kSum;
     p.handle = submit([&] { return chorus::allreduce_async(p.name, p.data.tensor(), options); });
   }
   for (Pending& p : pending) {

@@ -3,9 +3,10 @@
 // code, no Chorus kernels, no MPI):
 //   - hierarchical: every element folded over the ranks of each host in
 //     local-rank order (float16/bfloat16 accumulate in float32 and round
-//     once per host), then over the hosts in host order, pairwise (16-bit
-//     floats round after every host);
-//   - flat: pairwise over the world ranks in rank order (the MPI path).
+//     once per host), then over the hosts in host order (the hosts' 16-bit
+//     results accumulate in float32 and round once more);
+//   - flat: over the world ranks in rank order (the MPI path; 16-bit floats
+//     accumulate in float32 and round once).
 // Inputs are a pure function of (rank, seed, index), so every rank builds
 // every other rank's input itself. Header-only: shared by the single-host
 // parallel test and the multi-host (network namespace) tests.
@@ -107,8 +108,8 @@ inline uint16_t narrow(chorus::DataType dtype, float value) {
 
 // `order` lists the groups in fold order, each with its ranks in fold
 // order. For every element, each group is folded (16-bit floats in
-// float32, rounded once), then the groups pairwise (16-bit floats rounded
-// after every step).
+// float32, rounded once), then the groups' results (16-bit floats: the
+// rounded results accumulated in float32, rounded once).
 template <typename T>
 void fold_elements(chorus::ReduceOp op, const std::vector<Bytes>& inputs, const std::vector<std::vector<int>>& order,
                    size_t count, unsigned char* out) {
@@ -134,15 +135,15 @@ inline void fold_half_elements(chorus::DataType dtype, chorus::ReduceOp op, cons
   };
   for (size_t i = 0; i < count; ++i) {
     const size_t at = i * 2;
-    uint16_t total = 0;
+    float total = 0;
     for (size_t g = 0; g < order.size(); ++g) {
       const std::vector<int>& ranks = order[g];
       float acc = value(ranks[0], at);
       for (size_t m = 1; m < ranks.size(); ++m) acc = apply(acc, value(ranks[m], at), op);
-      const uint16_t rounded = narrow(dtype, acc);
-      total = g == 0 ? rounded : narrow(dtype, apply(widen(dtype, total), widen(dtype, rounded), op));
+      const float rounded = widen(dtype, narrow(dtype, acc));
+      total = g == 0 ? rounded : apply(total, rounded, op);
     }
-    store(out + at, total);
+    store(out + at, narrow(dtype, total));
   }
 }
 
@@ -215,10 +216,10 @@ inline Bytes hierarchical_reference(chorus::DataType dtype, chorus::ReduceOp op,
   return hierarchical_detail::fold(dtype, op, inputs, order);
 }
 
-// Pairwise over the world ranks in rank order.
+// Over the world ranks in rank order, as one group.
 inline Bytes flat_reference(chorus::DataType dtype, chorus::ReduceOp op, const std::vector<Bytes>& inputs) {
-  std::vector<std::vector<int>> order;
-  for (int r = 0; r < static_cast<int>(inputs.size()); ++r) order.push_back({r});
+  std::vector<std::vector<int>> order(1);
+  for (int r = 0; r < static_cast<int>(inputs.size()); ++r) order[0].push_back(r);
   return hierarchical_detail::fold(dtype, op, inputs, order);
 }
 

@@ -1,10 +1,12 @@
 // Kernels of the shared-memory allreduce: the branch-free float16
 // conversions (widen_float16, narrow_to_float16) against the scalar ones for
 // every half and a spread of floats, and reduce_ranks_in_order against a
-// pairwise fold in rank order, including output aliasing an input; and
+// pairwise fold in rank order, including output aliasing an input; its
+// one-pass scaling (float16/bfloat16 averages rounded once); and
 // copy_streaming against the bytes it was given, at every alignment.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -179,10 +181,38 @@ std::vector<uint8_t> random_elements(DataType dtype, int64_t count, uint32_t see
   return out;
 }
 
-// The shared-memory allreduce's owner reduces and scales its share in one
-// pass: the same bits as the reduction, then scale(), for every dtype
-// (integers with factor 1), out of place and in place.
-TEST(ShmKernels, ReduceAndScaleInOnePassEqualsReduceThenScale) {
+// What the one-pass reduce-and-scale gives for float16/bfloat16: the ranks'
+// values added in float32 in rank order, times the factor as a float,
+// rounded to 16 bits once (scalar conversions, not the kernel's).
+std::vector<uint8_t> half_scaled_sum(DataType dtype, ReduceOp op, const std::vector<std::vector<uint8_t>>& inputs,
+                                     int64_t n, double factor) {
+  const bool f16 = dtype == DataType::kFloat16;
+  std::vector<uint8_t> out(static_cast<size_t>(n) * 2);
+  for (int64_t i = 0; i < n; ++i) {
+    float acc = 0;
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      uint16_t bits;
+      std::memcpy(&bits, inputs[r].data() + 2 * i, 2);
+      const float v = f16 ? float16_to_float(bits) : bfloat16_to_float(bits);
+      if (r == 0) acc = v;
+      else if (op == ReduceOp::kSum) acc += v;
+      else if (op == ReduceOp::kProduct) acc *= v;
+      else acc = std::max(acc, v);
+    }
+    const float scaled = acc * static_cast<float>(factor);
+    const uint16_t rounded = f16 ? float_to_float16(scaled) : float_to_bfloat16(scaled);
+    std::memcpy(out.data() + 2 * i, &rounded, 2);
+  }
+  return out;
+}
+
+// The shared-memory allreduce's owner (and OrderedReduction on MPI) reduces
+// and scales its share in one pass: for float32, float64 and the integers
+// (factor 1) the same bits as the reduction, then scale(); float16 and
+// bfloat16 multiply the float32 accumulation and round once, where scale()
+// after the reduction would round the sum to 16 bits first. Out of place
+// and in place.
+TEST(ShmKernels, ReduceAndScaleInOnePassEqualsReduceThenScaleAndRoundsHalvesOnce) {
   const DataType dtypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
                              DataType::kInt8,    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64};
   for (DataType dtype : dtypes) {
@@ -200,8 +230,12 @@ TEST(ShmKernels, ReduceAndScaleInOnePassEqualsReduceThenScale) {
             }
             for (auto& input : inputs) pointers.push_back(input.data());
             std::vector<uint8_t> expected(static_cast<size_t>(n) * esize);
-            ASSERT_TRUE(reduce_ranks_in_order(expected.data(), pointers.data(), ranks, n, dtype, op).ok());
-            ASSERT_TRUE(scale(expected.data(), expected.data(), n, dtype, factor).ok());
+            if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
+              expected = half_scaled_sum(dtype, op, inputs, n, factor);
+            } else {
+              ASSERT_TRUE(reduce_ranks_in_order(expected.data(), pointers.data(), ranks, n, dtype, op).ok());
+              ASSERT_TRUE(scale(expected.data(), expected.data(), n, dtype, factor).ok());
+            }
 
             std::vector<uint8_t> out(expected.size(), 0xa5);
             ASSERT_TRUE(reduce_ranks_in_order_to(ReducedOutput{out.data(), factor}, pointers.data(), ranks, n,
@@ -218,6 +252,77 @@ TEST(ShmKernels, ReduceAndScaleInOnePassEqualsReduceThenScale) {
             EXPECT_EQ(inputs[0], expected) << what << " in place";
           }
         }
+      }
+    }
+  }
+}
+
+// The case of issue 24: 1, 2^-11 and 0 in float16 on 3 ranks, averaged.
+// The sum 1 + 2^-11 lies halfway between two float16 values and rounds to
+// 1; 1/3 of that rounds to 0.333251953125, but the mean is 683/2048 =
+// 0.33349609375 exactly.
+TEST(ShmKernels, Float16AverageOfTheIssueRoundsOnce) {
+  const uint16_t one = float_to_float16(1.0f);
+  const uint16_t tiny = float_to_float16(0x1p-11f);
+  const uint16_t zero = 0;
+  const void* inputs[] = {&one, &tiny, &zero};
+  uint16_t out = 0;
+  ASSERT_TRUE(reduce_ranks_in_order_to(ReducedOutput{&out, 1.0 / 3.0}, inputs, 3, 1, DataType::kFloat16,
+                                       ReduceOp::kSum)
+                  .ok());
+  EXPECT_EQ(float16_to_float(out), 0.33349609375f);
+}
+
+// Values whose float32 sums are exact (exponents in [-4, 1]) averaged over
+// 1-4 ranks, with and without a postscale of 1/3: the result is the exact
+// mean rounded once to the nearest 16-bit value (ties to even), computed
+// here in double, for every element.
+TEST(ShmKernels, HalfAveragesAreTheExactMeanRoundedOnce) {
+  std::mt19937_64 rng(24);
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
+    const bool f16 = dtype == DataType::kFloat16;
+    const int mantissa_bits = f16 ? 10 : 7;
+    const int digits = mantissa_bits + 1;
+    const int min_exponent = f16 ? -14 : -126;
+    auto round_once = [&](double v) {
+      if (v == 0) return v;
+      int exponent = 0;
+      std::frexp(v, &exponent);
+      const double ulp = std::ldexp(1.0, std::max(exponent - 1, min_exponent) - (digits - 1));
+      return std::nearbyint(v / ulp) * ulp;
+    };
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      for (double postscale : {1.0, 1.0 / 3.0}) {
+        const int64_t n = 20000;
+        std::vector<std::vector<uint16_t>> inputs(static_cast<size_t>(ranks), std::vector<uint16_t>(n));
+        std::vector<double> sums(n, 0.0);
+        for (int r = 0; r < ranks; ++r) {
+          for (int64_t i = 0; i < n; ++i) {
+            const uint64_t bits = rng();
+            const double mantissa = 1.0 + std::ldexp(static_cast<double>(bits % (1u << mantissa_bits)), -mantissa_bits);
+            const int exponent = static_cast<int>((bits >> 20) % 6) - 4;
+            const double value = ((bits >> 40) & 1 ? -1 : 1) * std::ldexp(mantissa, exponent);
+            const auto as_float = static_cast<float>(value);  // exact
+            inputs[r][i] = f16 ? float_to_float16(as_float) : float_to_bfloat16(as_float);
+            sums[i] += value;
+          }
+        }
+        std::vector<const void*> pointers;
+        for (const auto& input : inputs) pointers.push_back(input.data());
+        std::vector<uint16_t> out(n);
+        ASSERT_TRUE(reduce_ranks_in_order_to(ReducedOutput{out.data(), postscale / ranks}, pointers.data(), ranks, n,
+                                             dtype, ReduceOp::kSum)
+                        .ok());
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double expected = round_once(sums[i] * postscale / ranks);
+          const double actual = f16 ? float16_to_float(out[i]) : bfloat16_to_float(out[i]);
+          if (actual != expected && wrong++ < 3) {
+            ADD_FAILURE() << dtype_name(dtype) << " ranks " << ranks << " postscale " << postscale << " element " << i
+                          << ": " << actual << ", expected " << expected;
+          }
+        }
+        EXPECT_EQ(wrong, 0) << dtype_name(dtype) << " ranks " << ranks << " postscale " << postscale;
       }
     }
   }

@@ -3,6 +3,7 @@
 // a reference that shares the runtime's conversion would share its bugs.
 #include "support/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -190,6 +191,24 @@ void Buffer::set(int64_t i, double value) {
     case DataType::kFloat64: store(data(), i, value); break;
     case DataType::kBool: store(data(), i, static_cast<uint8_t>(value != 0.0)); break;
   }
+}
+
+double round_once(DataType dtype, double value) {
+  int digits = 0;        // significant bits, the leading one included
+  int min_exponent = 0;  // of the smallest normal value
+  switch (dtype) {
+    case DataType::kFloat16: digits = 11; min_exponent = -14; break;
+    case DataType::kBFloat16: digits = 8; min_exponent = -126; break;
+    case DataType::kFloat32: return static_cast<float>(value);
+    default: return value;
+  }
+  if (value == 0.0 || !std::isfinite(value)) return value;
+  int exponent = 0;
+  std::frexp(value, &exponent);  // |value| in [2^(exponent-1), 2^exponent)
+  const double ulp = std::ldexp(1.0, std::max(exponent - 1, min_exponent) - (digits - 1));
+  // Dividing by a power of two is exact; nearbyint rounds half to even in
+  // the default rounding mode.
+  return std::nearbyint(value / ulp) * ulp;
 }
 
 Buffer make_input(DataType dtype, const Shape& shape, int rank, int index, uint64_t seed,

@@ -97,6 +97,12 @@ std::vector<double> reference_reduce(const std::vector<Buffer>& inputs, ReduceOp
                                      double prescale = 1.0, double postscale = 1.0,
                                      int divisor = 0);
 
+// `value` rounded once to the nearest float16 or bfloat16 value (ties to
+// even), straight from the double: what an average that rounds once gives
+// for an exact (or nearly exact) double. Subnormal results keep the
+// dtype's fixed exponent; float32 and float64 round as a cast does.
+double round_once(DataType dtype, double value);
+
 // Concatenation of every rank's input along the first dimension.
 Buffer reference_allgather(const std::vector<Buffer>& inputs);
 
