@@ -1,93 +1,67 @@
-// Backend: one transport's implementation of the collectives on raw buffers.
-// The executor (core/) does fusion, prescaling and output allocation; a
-// backend moves and reduces bytes, and multiplies a reduction's result by
-// the factor the executor gives it (an average's 1/size, a postscale).
-// Backends are picked per response by the registry: the first one that
-// supports the tensor's device wins.
+// Backend: what the executor runs a negotiated collective on. One backend
+// serves the tensors of some devices (host memory; a GPU's); the registry
+// picks the first that supports a response's device.
+//
+// A backend gives the executor two things: the device's memory operations
+// (DeviceOps: buffers, packing, scaling), and the collectives, each of which
+// returns work that may finish later. On a device both go on one stream, in
+// the order they are asked for, so the executor packs, reduces and unpacks
+// without waiting in between, and completes the handles once the work is
+// done. Host collectives (HostBackend) finish before they return.
+//
+// Adding a backend (NCCL, say): implement DeviceOps for the device (its
+// stream, its allocator, its kernels) and this interface with the
+// transport's collectives enqueued on that stream; return work whose test()
+// asks the stream. Register it in Communication::start ahead of the host
+// backend. docs/DESIGN.md walks through it.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "chorus/status.h"
 #include "chorus/types.h"
+#include "ops/device.h"
+#include "ops/host_collectives.h"
+#include "ops/work.h"
 
 namespace chorus {
-
-// One tensor of a fused allreduce that stays where it is: `count` elements
-// read from `input`, the result written to `output` (may equal input).
-struct AllreducePiece {
-  const void* input;
-  void* output;
-  int64_t count;
-};
-
-// Whether any two pieces share memory (a piece whose input is its output
-// counts once; null pointers, placeholders for memory yet to be given, are
-// skipped): a backend that writes one piece's result before it has read
-// every input would then read a result instead of an input.
-bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_bytes);
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
   virtual bool supports(const Device& device) const = 0;
+  // The memory operations of `device` (which supports() accepted), on the
+  // stream this backend's collectives run on.
+  virtual DeviceOps* device_ops(const Device& device) = 0;
 
-  // Reduces `count` elements of every rank's `input` into `output` on every
-  // rank. input == output means in place. op is kSum, kMin, kMax or
-  // kProduct (the executor turns kAverage into kSum plus a scale).
-  virtual Status allreduce(const void* input, void* output, int64_t count, DataType dtype,
-                           ReduceOp op) = 0;
-  // allreduce(), then the result times `factor` (an average's 1/size and a
-  // postscale, for floating-point dtypes). This default scales the output
-  // afterwards, one more pass over it, which rounds float16 and bfloat16
-  // results a second time; a backend that can scale each rank's share of
-  // the result as it reduces it overrides it (one pass, one rounding).
-  // Like every collective, all ranks call it with the same arguments (and
-  // factor).
-  virtual Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype,
-                                  ReduceOp op, double factor);
-  // Fusion without a staging buffer. An algorithm that copies its input into
-  // memory of its own anyway (shared memory) can gather a fused message
-  // straight from the tensors and scatter the result back, saving the
-  // executor's copies into and out of its fusion buffer. Whether this
-  // backend does so for a fused message of `count` elements (the same answer
-  // on every rank); the default: no, the executor packs the pieces.
+  // Like every collective, all ranks call these with the same arguments. A
+  // reduction's result is multiplied by `factor` (1 for integer dtypes);
+  // op is kSum, kMin, kMax or kProduct. input == output means in place.
+  virtual WorkPtr allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                            double factor) = 0;
+  // Whether a fused message of `count` elements is reduced straight from
+  // and into the tensors (allreduce_pieces) instead of through the
+  // executor's fusion buffer: the same answer on every rank.
   virtual bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const;
-  // allreduce_scaled() of the concatenation of `pieces`, each piece's result
-  // in its own output; only where fuses_in_place() said yes.
-  virtual Status allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
-                                  double factor);
-  // Concatenates rank r's counts[r] elements of `input` into `output`, in
-  // rank order.
-  virtual Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
-                            DataType dtype) = 0;
-  // Copies root's `bytes` bytes of `buffer` to every rank.
-  virtual Status broadcast(void* buffer, int64_t bytes, int root) = 0;
-  // Tells every rank how many elements each other rank will send it:
-  // recv_counts[r] = what rank r passed as send_counts[this rank].
-  virtual Status exchange_counts(const std::vector<int64_t>& send_counts,
-                                 std::vector<int64_t>* recv_counts) = 0;
-  // Sends send_counts[r] elements (consecutive, in rank order) to rank r and
-  // receives recv_counts[r] elements from rank r into `output` in rank order.
-  virtual Status alltoallv(const void* input, const std::vector<int64_t>& send_counts,
-                           void* output, const std::vector<int64_t>& recv_counts,
-                           DataType dtype) = 0;
-  // Reduces every rank's `input` (sum of recv_counts elements) and leaves
-  // rank r's recv_counts[r] elements (at offset sum of the earlier counts),
-  // times `factor` (1 for integer dtypes), in `output` on rank r. output may
-  // equal input (then the result is at the start of the buffer). The factor
-  // belongs to the backend, as in allreduce_scaled(), so that float16 and
-  // bfloat16 results can be rounded once.
-  virtual Status reducescatter_scaled(const void* input, void* output, const std::vector<int64_t>& recv_counts,
-                                      DataType dtype, ReduceOp op, double factor) = 0;
-  // reducescatter_scaled() with factor 1.
-  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts, DataType dtype,
-                       ReduceOp op) {
-    return reducescatter_scaled(input, output, recv_counts, dtype, op, 1.0);
-  }
-  virtual Status barrier() = 0;
+  virtual WorkPtr allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                                   double factor);
+  // Concatenates rank r's counts[r] elements of `input` into `output`.
+  virtual WorkPtr allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
+                             DataType dtype) = 0;
+  virtual WorkPtr broadcast(void* buffer, int64_t bytes, int root) = 0;
+  // recv_counts[r] = what rank r passed as send_counts[this rank]. Finished
+  // when it returns: the executor sizes an alltoall's output with it.
+  virtual Status exchange_counts(const std::vector<int64_t>& send_counts, std::vector<int64_t>* recv_counts) = 0;
+  virtual WorkPtr alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
+                            const std::vector<int64_t>& recv_counts, DataType dtype) = 0;
+  // Leaves rank r's recv_counts[r] reduced elements, times `factor`, in
+  // `output` (at its start when output == input).
+  virtual WorkPtr reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                                DataType dtype, ReduceOp op, double factor) = 0;
+  virtual WorkPtr barrier() = 0;
 };
 
 }  // namespace chorus

@@ -3,12 +3,20 @@
 // tensor's device runs it (NCCL for CUDA memory, MPI for host memory).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "ops/backend.h"
 
 namespace chorus {
+
+// Makes a backend for a device a program brings itself (Device::Kind::
+// kCustom; the test suite's asynchronous device): at init(), on every rank,
+// from host collectives over a communicator of its own, so that its
+// collectives, which may run on a thread of the device's, never interleave
+// with the runtime's.
+using BackendMaker = std::function<Status(std::unique_ptr<HostCollectives> transport, std::unique_ptr<Backend>* out)>;
 
 class BackendRegistry {
  public:

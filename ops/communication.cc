@@ -3,13 +3,14 @@
 #include <chrono>
 #include <cstdio>
 
+#include "ops/host_backend.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/mpi/mpi_cycle_trigger.h"
 #include "ops/mpi/mpi_topology.h"
 #include "logging.h"
-#include "ops/shm/host_backend.h"
+#include "ops/host_transport.h"
 #include "ops/shm/shm_backend.h"
 #include "ops/shm/shm_controller_transport.h"
 #include "ops/shm/shm_cycle_trigger.h"
@@ -27,15 +28,22 @@ Status Communication::connect(std::unique_ptr<Communication>* out) {
   return Status::OK();
 }
 
-Status Communication::start(const Config& agreed) {
+Status Communication::start(const Config& agreed, const std::vector<BackendMaker>& custom) {
   create_trigger(agreed, std::move(peers_));
-  // Priority order: device backends first once they exist; then host memory:
-  // MPI, with shared-memory allreduce in front when the job is on one host.
-  std::unique_ptr<Backend> host;
-  CHORUS_RETURN_IF_ERROR(make_host_backend(
+  // Priority order: device backends first; then host memory: MPI, with
+  // shared-memory allreduce in front when the job is on one host.
+  for (const BackendMaker& make : custom) {
+    MPI_Comm comm = MPI_COMM_NULL;
+    CHORUS_RETURN_IF_ERROR(mpi_->new_comm(&comm));
+    std::unique_ptr<Backend> backend;
+    CHORUS_RETURN_IF_ERROR(make(std::make_unique<MpiBackend>(comm, &mpi_->types()), &backend));
+    backends_.add(std::move(backend));
+  }
+  std::unique_ptr<HostCollectives> host;
+  CHORUS_RETURN_IF_ERROR(make_host_collectives(
       agreed, topology_, mpi_->data_comm(), std::make_unique<MpiBackend>(mpi_->data_comm(), &mpi_->types()), &host));
   shm_ = dynamic_cast<ShmBackend*>(host.get());
-  backends_.add(std::move(host));
+  backends_.add(std::make_unique<HostBackend>(std::move(host)));
   // Where the allreduces take shared memory (every rank alike), so does the
   // negotiation's bit vector.
   if (shm_ != nullptr) negotiate_through_shm(agreed);

@@ -20,6 +20,7 @@ namespace chorus {
 
 class MpiContext;
 class ShmBackend;
+class HostBackend;
 
 class Communication {
  public:
@@ -28,8 +29,9 @@ class Communication {
   // settings (core/src/settings_agreement.h).
   static Status connect(std::unique_ptr<Communication>* out);
   // Collective: the rest, with the settings every rank agreed on: the cycle
-  // trigger, the backends, and the negotiation's shared-memory transport.
-  Status start(const Config& agreed);
+  // trigger, the backends (those of `custom` first, then host memory's), and
+  // the negotiation's shared-memory transport.
+  Status start(const Config& agreed, const std::vector<BackendMaker>& custom = {});
   ~Communication();
 
   const Topology& topology() const { return topology_; }
@@ -60,7 +62,7 @@ class Communication {
   std::unique_ptr<ControllerTransport> transport_;
   std::unique_ptr<CycleTrigger> trigger_;
   BackendRegistry backends_;
-  ShmBackend* shm_ = nullptr;  // inside backends_, when the host backend is one
+  ShmBackend* shm_ = nullptr;  // inside backends_, when the host collectives are one
 };
 
 }  // namespace chorus

@@ -7,13 +7,13 @@
 #include <memory>
 #include <vector>
 
-#include "ops/backend.h"
+#include "ops/host_collectives.h"
 
 namespace chorus {
 
-class ForwardingBackend : public Backend {
+class ForwardingBackend : public HostCollectives {
  public:
-  explicit ForwardingBackend(std::unique_ptr<Backend> fallback) : fallback_(std::move(fallback)) {}
+  explicit ForwardingBackend(std::unique_ptr<HostCollectives> fallback) : fallback_(std::move(fallback)) {}
 
   bool supports(const Device& device) const override { return fallback_->supports(device); }
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override {
@@ -52,10 +52,10 @@ class ForwardingBackend : public Backend {
   Status barrier() override { return fallback_->barrier(); }
 
  protected:
-  Backend& fallback() { return *fallback_; }
+  HostCollectives& fallback() { return *fallback_; }
 
  private:
-  std::unique_ptr<Backend> fallback_;
+  std::unique_ptr<HostCollectives> fallback_;
 };
 
 }  // namespace chorus

@@ -104,6 +104,7 @@ TensorEntry make_entry(Request request, const Tensor& input, const Tensor& outpu
   entry.request = std::move(request);
   entry.input_data = input.data;
   entry.output_data = output.data;
+  entry.ready = input.ready;
   entry.handle = std::move(handle);
   entry.enqueued = std::chrono::steady_clock::now();
   return entry;

@@ -1,24 +1,25 @@
 #include "fusion_buffer.h"
 
-#include <cstring>
-#include <new>
-
 namespace chorus {
 
-void* FusionBuffer::get(size_t bytes) {
-  if (bytes <= capacity_ && data_) return data_.get();
-  constexpr size_t kAlign = 64;
+Status FusionBuffer::get(DeviceOps* device, size_t bytes, void** out) {
+  if (bytes <= capacity_ && data_) {
+    *out = data_.get();
+    return Status::OK();
+  }
   // Grow geometrically so a slowly growing fused size does not reallocate
   // (and re-touch) every cycle.
-  size_t capacity = capacity_ * 2 > bytes ? capacity_ * 2 : bytes;
-  capacity = (capacity + kAlign - 1) / kAlign * kAlign;
-  void* memory = std::aligned_alloc(kAlign, capacity);
-  if (!memory) throw std::bad_alloc();
+  const size_t capacity = capacity_ * 2 > bytes ? capacity_ * 2 : bytes;
+  // Work queued on the device may still use the old buffer.
+  if (data_) device->record()->synchronize();
+  std::shared_ptr<void> memory;
+  CHORUS_RETURN_IF_ERROR(device->allocate(capacity, &memory));
   // Touch it once now, off the collective's critical path.
-  std::memset(memory, 0, capacity);
-  data_.reset(memory);
+  CHORUS_RETURN_IF_ERROR(device->copy({DeviceOps::Copy{memory.get(), nullptr, capacity}}));
+  data_ = std::move(memory);
   capacity_ = capacity;
-  return memory;
+  *out = data_.get();
+  return Status::OK();
 }
 
 }  // namespace chorus

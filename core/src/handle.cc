@@ -13,6 +13,29 @@ bool HandleState::finish_member(const Status& status) {
   return remaining_ == 0;
 }
 
+void HandleState::set_completion_event(std::shared_ptr<const Event> finished) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++handed_to_device_;
+    // Members go to one device's stream in order: the last event covers all.
+    finished_on_device_ = std::move(finished);
+  }
+  done_cv_.notify_all();
+}
+
+Status HandleState::completion_event(std::shared_ptr<const Event>* out) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto handed = [this] { return remaining_ == 0 || handed_to_device_ == members_; };
+  if (!handed()) {
+    if (blocked_) blocked_->fetch_add(1, std::memory_order_relaxed);
+    done_cv_.wait(lock, handed);
+    if (blocked_) blocked_->fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (remaining_ == 0 && !status_.ok()) return status_;
+  *out = handed_to_device_ == members_ && finished_on_device_ ? finished_on_device_ : done_event();
+  return Status::OK();
+}
+
 void HandleState::set_output(const Tensor& output, std::shared_ptr<void> storage) {
   std::lock_guard<std::mutex> lock(mutex_);
   output_ = output;
@@ -126,6 +149,12 @@ bool Handle::wait_for(std::chrono::milliseconds timeout) const {
 bool Handle::test() const { return state().done(); }
 
 Status Handle::status() const { return state().status(); }
+
+std::shared_ptr<const Event> Handle::completion_event() const {
+  std::shared_ptr<const Event> event;
+  throw_if_error(state().completion_event(&event));
+  return event;
+}
 
 Tensor Handle::output() const {
   const OpType op = state().op();

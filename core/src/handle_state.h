@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus/event.h"
 #include "chorus/status.h"
 #include "chorus/types.h"
 #include "message.h"
@@ -34,7 +35,7 @@ class HandleState {
   // `blocked`, when given, counts this handle's blocked waiters too; it must
   // outlive the state.
   HandleState(std::string name, OpType op, int members, BlockedWaiters* blocked = nullptr)
-      : name_(std::move(name)), op_(op), blocked_(blocked), remaining_(members) {}
+      : name_(std::move(name)), op_(op), blocked_(blocked), members_(members), remaining_(members) {}
 
   const std::string& name() const { return name_; }
   OpType op() const { return op_; }
@@ -51,11 +52,18 @@ class HandleState {
   // Returns true when this made the handle done; then call notify_done().
   bool finish_member(const Status& status);
   void notify_done() { done_cv_.notify_all(); }
+  // A member's device work was handed to its device before it finished:
+  // `finished` fires once it has (see completion_event()).
+  void set_completion_event(std::shared_ptr<const Event> finished);
   // Results, set by the runtime before complete_member().
   void set_output(const Tensor& output, std::shared_ptr<void> storage);
   void set_received_splits(std::vector<int64_t> splits);
   void set_last_joined_rank(int rank);
 
+  // Blocks until every member's work is on its device, or the handle is
+  // done; then the event that fires once that work has finished (done from
+  // the start for work that finished before the handle did), or the error.
+  Status completion_event(std::shared_ptr<const Event>* out) const;
   Status wait() const;
   // Returns kInProgress if not done by the deadline.
   Status wait_until(std::chrono::steady_clock::time_point deadline) const;
@@ -76,7 +84,10 @@ class HandleState {
   BlockedWaiters* const blocked_;
   mutable std::mutex mutex_;
   mutable std::condition_variable done_cv_;
+  const int members_;
   int remaining_;
+  int handed_to_device_ = 0;
+  std::shared_ptr<const Event> finished_on_device_;  // the last member's
   Status status_;
   Tensor output_;
   std::shared_ptr<void> output_storage_;

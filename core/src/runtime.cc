@@ -66,7 +66,8 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
       blocked_waiters_(blocked_waiters),
       queue_(comm_->topology().rank, comm_->trigger()->wake_signal()),
       controller_(comm_->controller_transport(), config_, config_.autotune ? TuningMessage::kWords : 0),
-      executor_(comm_->topology(), &comm_->backends(), &timeline_) {}
+      executor_(comm_->topology(), &comm_->backends(), &timeline_,
+                [this] { comm_->trigger()->wake_signal()->notify(); }) {}
 
 Runtime::~Runtime() { shutdown(); }
 
@@ -76,6 +77,8 @@ void Runtime::shutdown() {
     comm_->trigger()->wake_signal()->notify();
     thread_.join();
   }
+  // Collectives still on a device complete (or fail) before it goes away.
+  executor_.drain();
   timeline_.close();
   // Finalizing MPI waits for every rank to finalize too, and a rank the job
   // stopped for may never get there (one stuck in its own code, say): end
@@ -87,7 +90,8 @@ void Runtime::shutdown() {
 }
 
 bool Runtime::has_local_work() const {
-  return queue_.has_new() || controller_.needs_cycle() || (shutdown_requested_ && !shutdown_sent_);
+  return queue_.has_new() || controller_.needs_cycle() || (shutdown_requested_ && !shutdown_sent_) ||
+         executor_.failed();
 }
 
 void Runtime::background_loop() {
@@ -118,6 +122,9 @@ void Runtime::background_loop() {
 }
 
 Status Runtime::run_cycle(bool* stop) {
+  // A collective that failed on its device after the executor moved on: this
+  // rank cannot go on.
+  CHORUS_RETURN_IF_ERROR(executor_.failure());
   std::vector<Request> requests = queue_.take_new_requests();
   if (shutdown_requested_ && !shutdown_sent_) {
     Request request;

@@ -20,6 +20,7 @@ struct TensorEntry {
   void* output_data = nullptr;       // allreduce and broadcast (may equal input_data)
   OutputAllocator allocator;         // allgather, alltoall, reducescatter; may be empty
   std::vector<int64_t> splits;       // alltoall: rows sent to each rank
+  std::shared_ptr<const Event> ready;  // the input's producer's; none: ready now
   std::shared_ptr<detail::HandleState> handle;
   std::chrono::steady_clock::time_point enqueued;
 

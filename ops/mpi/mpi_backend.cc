@@ -153,7 +153,7 @@ bool MpiBackend::fuses_in_place(int64_t count, DataType dtype, ReduceOp op) cons
 
 Status MpiBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
                                     double factor) {
-  if (size_ != 1) return Backend::allreduce_pieces(pieces, dtype, op, factor);
+  if (size_ != 1) return HostCollectives::allreduce_pieces(pieces, dtype, op, factor);
   // On one rank each piece is its own allreduce: no staging, same checks.
   for (const AllreducePiece& piece : pieces) {
     CHORUS_RETURN_IF_ERROR(allreduce_scaled(piece.input, piece.output, piece.count, dtype, op, factor));

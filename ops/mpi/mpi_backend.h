@@ -21,13 +21,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/backend.h"
+#include "ops/host_collectives.h"
 #include "ops/mpi/mpi_datatypes.h"
 #include "ops/mpi/ordered_reduction.h"
 
 namespace chorus {
 
-class MpiBackend : public Backend {
+class MpiBackend : public HostCollectives {
  public:
   // `comm` and `types` (created) must outlive the backend. `count_limit`
   // lowers the per-call element limit below INT_MAX, for tests of chunking

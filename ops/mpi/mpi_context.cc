@@ -74,6 +74,12 @@ Status MpiContext::create(std::unique_ptr<MpiContext>* out) {
   return Status::OK();
 }
 
+Status MpiContext::new_comm(MPI_Comm* out) {
+  CHORUS_RETURN_IF_ERROR(dup(MPI_COMM_WORLD, out));
+  extra_.push_back(*out);
+  return Status::OK();
+}
+
 MpiContext::~MpiContext() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -82,6 +88,7 @@ MpiContext::~MpiContext() {
   for (MPI_Comm* comm : {&control_, &trigger_, &data_}) {
     if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
   }
+  for (MPI_Comm& comm : extra_) MPI_Comm_free(&comm);
   if (owns_mpi_) MPI_Finalize();
 }
 

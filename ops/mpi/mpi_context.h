@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <vector>
 
 #include "chorus/status.h"
 #include "ops/mpi/mpi_datatypes.h"
@@ -25,6 +26,9 @@ class MpiContext {
   MPI_Comm trigger_comm() const { return trigger_; }
   MPI_Comm data_comm() const { return data_; }
   const MpiTypes& types() const { return types_; }
+  // Another duplicate of the world communicator, freed with the context:
+  // for a backend whose collectives must not interleave with others.
+  Status new_comm(MPI_Comm* out);
 
  private:
   MpiContext() = default;
@@ -32,6 +36,7 @@ class MpiContext {
   MPI_Comm control_ = MPI_COMM_NULL;
   MPI_Comm trigger_ = MPI_COMM_NULL;
   MPI_Comm data_ = MPI_COMM_NULL;
+  std::vector<MPI_Comm> extra_;
   MpiTypes types_;
   Topology topology_;
 };

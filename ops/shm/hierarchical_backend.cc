@@ -18,7 +18,7 @@ bool HierarchicalSelection::use_hierarchical(int64_t bytes, DataType dtype, Redu
   return order_matters || bytes >= threshold_bytes;
 }
 
-HierarchicalBackend::HierarchicalBackend(std::unique_ptr<Backend> fallback,
+HierarchicalBackend::HierarchicalBackend(std::unique_ptr<HostCollectives> fallback,
                                          std::unique_ptr<HierarchicalAllreduce> hierarchical,
                                          const HierarchicalSelection& selection)
     : ForwardingBackend(std::move(fallback)), hierarchical_(std::move(hierarchical)), selection_(selection) {}
@@ -37,12 +37,12 @@ Status HierarchicalBackend::allreduce(const void* input, void* output, int64_t c
 
 Status HierarchicalBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype,
                                              ReduceOp op, double factor) {
-  if (takes(count, dtype, op)) return Backend::allreduce_scaled(input, output, count, dtype, op, factor);
+  if (takes(count, dtype, op)) return HostCollectives::allreduce_scaled(input, output, count, dtype, op, factor);
   return fallback().allreduce_scaled(input, output, count, dtype, op, factor);
 }
 
 Status make_hierarchical_backend(const HierarchicalSelection& selection, const Topology& topology, MPI_Comm comm,
-                                 std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out) {
+                                 std::unique_ptr<HostCollectives> mpi, std::unique_ptr<HostCollectives>* out) {
   const bool on = selection.mode == ShmAllreduceMode::kOn;
   const bool log = topology.rank == 0;
   if (selection.mode == ShmAllreduceMode::kOff) {

@@ -2,7 +2,7 @@
 
 namespace chorus {
 
-ShmBackend::ShmBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
+ShmBackend::ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
                        const ShmAllreduceSelection& selection)
     : ForwardingBackend(std::move(fallback)),
       group_(std::move(group)),

@@ -16,7 +16,7 @@ namespace chorus {
 
 class ShmBackend : public ForwardingBackend {
  public:
-  ShmBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
+  ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
              const ShmAllreduceSelection& selection);
 
   const char* name() const override { return "shm"; }

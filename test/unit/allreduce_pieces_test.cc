@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "ops/backend.h"
+#include "ops/host_collectives.h"
 
 namespace chorus {
 namespace {

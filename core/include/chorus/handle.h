@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus/event.h"
 #include "chorus/status.h"
 #include "chorus/types.h"
 
@@ -35,6 +36,12 @@ class Handle {
   bool poll() const { return test(); }
   // kInProgress while running; OK or the error once done.
   Status status() const;
+  // For a consumer on the collective's device: the event that fires once
+  // the result is in place there, so that the consumer's stream waits for it
+  // instead of the host (wait()). Blocks only until the collective has been
+  // handed to the device; for host memory that is when it is done, and the
+  // event is done too. Throws the collective's error.
+  std::shared_ptr<const Event> completion_event() const;
 
   // Results. Each belongs to some collectives only: on the handle of another
   // it throws kInvalidArgument, saying so. Otherwise it throws the

@@ -4,8 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "chorus/event.h"
 
 namespace chorus {
 
@@ -61,6 +64,11 @@ struct Tensor {
   DataType dtype = DataType::kFloat32;
   Shape shape;
   Device device;
+  // When the contents are still being written on the device (a producer's
+  // kernel queued on its stream): the event that fires once they are. The
+  // collective starts after it, without the host waiting. None: ready now,
+  // as host memory always is.
+  std::shared_ptr<const Event> ready;
 
   Tensor() = default;
   Tensor(void* d, DataType t, Shape s, Device dev = Device::cpu())

@@ -33,9 +33,10 @@ c10::Device to_torch_device(const Device& device) {
     case Device::Kind::kCPU: return c10::Device(c10::DeviceType::CPU);
     case Device::Kind::kCUDA:
       return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device.index));
+    case Device::Kind::kCustom:
+      break;  // a program's own device, which LibTorch does not know
   }
-  throw Error(Status::InvalidArgument("unknown chorus device kind " +
-                                      std::to_string(static_cast<int>(device.kind))));
+  throw Error(Status::InvalidArgument("LibTorch has no device for chorus device " + device.to_string()));
 }
 
 void check_device(const ::torch::Tensor& tensor, const std::string& name) {

@@ -1,4 +1,4 @@
-#include "ops/shm/host_backend.h"
+#include "ops/host_transport.h"
 
 #include <chrono>
 #include <cstdint>
@@ -22,8 +22,8 @@ constexpr std::chrono::milliseconds kPeerTimeout{300'000};
 
 }  // namespace
 
-Status make_host_backend(const Config& config, const Topology& topology, MPI_Comm comm,
-                         std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out) {
+Status make_host_collectives(const Config& config, const Topology& topology, MPI_Comm comm,
+                         std::unique_ptr<HostCollectives> mpi, std::unique_ptr<HostCollectives>* out) {
   ShmAllreduceSelection selection;
   selection.mode = config.shm_allreduce;
   selection.threshold_bytes = config.shm_allreduce_threshold_bytes;

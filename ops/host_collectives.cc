@@ -1,0 +1,56 @@
+#include "ops/host_collectives.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "ops/kernels/scale.h"
+
+namespace chorus {
+
+bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_bytes) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end) in bytes
+  ranges.reserve(2 * pieces.size());
+  for (const AllreducePiece& piece : pieces) {
+    if (piece.count <= 0) continue;
+    const uintptr_t bytes = static_cast<uintptr_t>(piece.count) * element_bytes;
+    const auto output = reinterpret_cast<uintptr_t>(piece.output);
+    const auto input = reinterpret_cast<uintptr_t>(piece.input);
+    if (output != 0) ranges.emplace_back(output, output + bytes);
+    if (input != 0 && input != output) ranges.emplace_back(input, input + bytes);
+  }
+  // Tensors allocated one after another usually come in address order.
+  if (!std::is_sorted(ranges.begin(), ranges.end())) std::sort(ranges.begin(), ranges.end());
+  uintptr_t end = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (i > 0 && ranges[i].first < end) return true;
+    end = std::max(end, ranges[i].second);
+  }
+  return false;
+}
+
+Status HostCollectives::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                                 double factor) {
+  CHORUS_RETURN_IF_ERROR(allreduce(input, output, count, dtype, op));
+  if (factor == 1.0) return Status::OK();
+  return scale(output, output, count, dtype, factor);
+}
+
+bool HostCollectives::fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const {
+  (void)count;
+  (void)dtype;
+  (void)op;
+  return false;
+}
+
+Status HostCollectives::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                                 double factor) {
+  (void)dtype;
+  (void)op;
+  (void)factor;
+  return Status::Internal(std::string("the ") + name() + " backend was asked to allreduce " +
+                          std::to_string(pieces.size()) + " pieces in place, which it does not do");
+}
+
+}  // namespace chorus
