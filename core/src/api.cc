@@ -7,6 +7,7 @@
 
 #include "argument_checks.h"
 #include "chorus/chorus.h"
+#include "init_with_backends.h"
 #include "launcher_rendezvous.h"
 #include "runtime.h"
 
@@ -24,14 +25,14 @@ class RuntimeOwner {
     return owner;
   }
 
-  void init() {
+  void init(const std::vector<BackendMaker>& custom = {}) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (runtime_) return;
     // Before MPI starts: a rank that waits there for a missing peer has
     // still reached init(), and chorusrun's start timeout says so.
     report_init_to_launcher();
     std::unique_ptr<Runtime> runtime;
-    throw_if_error(Runtime::create(&runtime, &blocked_waiters_));
+    throw_if_error(Runtime::create(&runtime, &blocked_waiters_, nullptr, custom));
     runtime_ = std::move(runtime);
     if (!exit_hook_registered_) {
       // A rank that returns from main() without shutdown() still tells its
@@ -141,6 +142,7 @@ Request allreduce_request(const std::string& name, const Tensor& input, const Al
 }  // namespace
 
 void init() { RuntimeOwner::instance().init(); }
+void detail::init_with_backends(std::vector<BackendMaker> makers) { RuntimeOwner::instance().init(makers); }
 void shutdown() { RuntimeOwner::instance().shutdown(); }
 bool is_initialized() { return RuntimeOwner::instance().initialized(); }
 

@@ -13,7 +13,7 @@
 namespace chorus {
 
 Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* blocked_waiters,
-                       const Config::Lookup& env) {
+                       const Config::Lookup& env, const std::vector<BackendMaker>& custom) {
   Config config;
   Status local = Config::from_env(&config, env);
   if (!local.ok()) config = Config();  // communication still connects, to agree on failing
@@ -26,7 +26,7 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
   // must share must not leave the others running and waiting for it
   // forever: every rank fails together, naming the ranks.
   CHORUS_RETURN_IF_ERROR(agree_on_settings(comm->controller_transport(), local, config));
-  CHORUS_RETURN_IF_ERROR(comm->start(config));
+  CHORUS_RETURN_IF_ERROR(comm->start(config, custom));
   std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm), blocked_waiters));
   if (!config.timeline_path.empty() && runtime->topology().rank == 0) {
     local = runtime->timeline_.open(config.timeline_path);

@@ -32,8 +32,9 @@ class Runtime {
   // Reads the configuration, sets up communication and starts the loop.
   // `blocked_waiters` counts the threads blocked on this runtime's handles;
   // it must outlive the runtime and every handle it makes.
+  // `custom`: backends for devices of the program's own (init_with_backends.h).
   static Status create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* blocked_waiters,
-                       const Config::Lookup& env = nullptr);
+                       const Config::Lookup& env = nullptr, const std::vector<BackendMaker>& custom = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

@@ -1,0 +1,84 @@
+#include "async_test_backend.h"
+
+namespace chorus_test {
+namespace {
+
+using chorus::Status;
+
+// A collective queued on the stream: done once the stream ran it.
+class StreamWork : public chorus::Work {
+ public:
+  StreamWork(std::shared_ptr<const chorus::Event> ran, std::shared_ptr<Status> outcome)
+      : ran_(std::move(ran)), outcome_(std::move(outcome)) {}
+  bool test() override { return ran_->done(); }
+  Status wait() override {
+    ran_->synchronize();
+    return *outcome_;  // written by the stream before `ran_` was done
+  }
+
+ private:
+  std::shared_ptr<const chorus::Event> ran_;
+  std::shared_ptr<Status> outcome_;
+};
+
+}  // namespace
+
+chorus::WorkPtr AsyncTestBackend::on_stream(std::function<Status()> collective) {
+  auto outcome = std::make_shared<Status>();
+  device_->enqueue([collective = std::move(collective), outcome] {
+    *outcome = collective();
+    return *outcome;
+  });
+  return std::make_unique<StreamWork>(device_->record(), std::move(outcome));
+}
+
+chorus::WorkPtr AsyncTestBackend::allreduce(const void* input, void* output, int64_t count, chorus::DataType dtype,
+                                            chorus::ReduceOp op, double factor) {
+  return on_stream([=] { return transport_->allreduce_scaled(input, output, count, dtype, op, factor); });
+}
+
+chorus::WorkPtr AsyncTestBackend::allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
+                                             chorus::DataType dtype) {
+  return on_stream([=] { return transport_->allgatherv(input, output, counts, dtype); });
+}
+
+chorus::WorkPtr AsyncTestBackend::broadcast(void* buffer, int64_t bytes, int root) {
+  return on_stream([=] { return transport_->broadcast(buffer, bytes, root); });
+}
+
+Status AsyncTestBackend::exchange_counts(const std::vector<int64_t>& send_counts,
+                                         std::vector<int64_t>* recv_counts) {
+  // Metadata the executor needs now: queued behind the collectives before it
+  // (they share the communicator), then waited for.
+  return on_stream([=] { return transport_->exchange_counts(send_counts, recv_counts); })->wait();
+}
+
+chorus::WorkPtr AsyncTestBackend::alltoallv(const void* input, const std::vector<int64_t>& send_counts,
+                                            void* output, const std::vector<int64_t>& recv_counts,
+                                            chorus::DataType dtype) {
+  return on_stream([=] { return transport_->alltoallv(input, send_counts, output, recv_counts, dtype); });
+}
+
+chorus::WorkPtr AsyncTestBackend::reducescatter(const void* input, void* output,
+                                                const std::vector<int64_t>& recv_counts, chorus::DataType dtype,
+                                                chorus::ReduceOp op, double factor) {
+  return on_stream(
+      [=] { return transport_->reducescatter_scaled(input, output, recv_counts, dtype, op, factor); });
+}
+
+chorus::WorkPtr AsyncTestBackend::barrier() {
+  return on_stream([this] { return transport_->barrier(); });
+}
+
+chorus::BackendMaker async_test_backend(std::chrono::microseconds delay, AsyncTestDevice** device) {
+  return [delay, device](std::unique_ptr<chorus::HostCollectives> transport,
+                         std::unique_ptr<chorus::Backend>* out) {
+    auto backend = std::make_unique<AsyncTestBackend>(
+        std::move(transport), std::make_unique<AsyncTestDevice>(chorus::Device::custom(0), delay));
+    if (device != nullptr) *device = &backend->device();
+    *out = std::move(backend);
+    return Status::OK();
+  };
+}
+
+}  // namespace chorus_test

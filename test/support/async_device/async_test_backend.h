@@ -1,0 +1,54 @@
+// AsyncTestBackend: the collectives of AsyncTestDevice memory. Each is queued
+// on the device's stream and runs there later, in order, as a host
+// collective on a communicator of its own (the device's memory is host
+// memory); its work is done once the stream has run it. Every rank queues
+// the same collectives in the same order, so they match across ranks as a
+// GPU's would.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "async_test_device.h"
+#include "ops/backend.h"
+#include "ops/backend_registry.h"
+
+namespace chorus_test {
+
+class AsyncTestBackend : public chorus::Backend {
+ public:
+  AsyncTestBackend(std::unique_ptr<chorus::HostCollectives> transport, std::unique_ptr<AsyncTestDevice> device)
+      : transport_(std::move(transport)), device_(std::move(device)) {}
+
+  const char* name() const override { return "async-test"; }
+  bool supports(const chorus::Device& device) const override { return device == device_->device(); }
+  chorus::DeviceOps* device_ops(const chorus::Device&) override { return device_.get(); }
+  AsyncTestDevice& device() { return *device_; }
+
+  chorus::WorkPtr allreduce(const void* input, void* output, int64_t count, chorus::DataType dtype,
+                            chorus::ReduceOp op, double factor) override;
+  chorus::WorkPtr allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
+                             chorus::DataType dtype) override;
+  chorus::WorkPtr broadcast(void* buffer, int64_t bytes, int root) override;
+  chorus::Status exchange_counts(const std::vector<int64_t>& send_counts,
+                                 std::vector<int64_t>* recv_counts) override;
+  chorus::WorkPtr alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
+                            const std::vector<int64_t>& recv_counts, chorus::DataType dtype) override;
+  chorus::WorkPtr reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                                chorus::DataType dtype, chorus::ReduceOp op, double factor) override;
+  chorus::WorkPtr barrier() override;
+
+ private:
+  // Queues `collective` on the stream; work that is done once it has run.
+  chorus::WorkPtr on_stream(std::function<chorus::Status()> collective);
+
+  std::unique_ptr<chorus::HostCollectives> transport_;
+  std::unique_ptr<AsyncTestDevice> device_;
+};
+
+// A maker for chorus::detail::init_with_backends(): the backend of a new
+// AsyncTestDevice (Device::custom(0)) whose stream waits `delay` before each
+// piece of work; *device (when given) points at it while the runtime runs.
+chorus::BackendMaker async_test_backend(std::chrono::microseconds delay, AsyncTestDevice** device = nullptr);
+
+}  // namespace chorus_test
