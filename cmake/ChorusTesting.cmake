@@ -16,7 +16,7 @@ set(CHORUS_MPI_TEST_ENV
 function(chorus_add_unit_test name)
   add_executable(${name} ${ARGN})
   # Unit tests exercise the runtime's parts, not the runtime.
-  target_link_libraries(${name} PRIVATE chorus_ops GTest::gtest GTest::gmock GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE chorus chorus_ops chorus_autotune GTest::gtest GTest::gmock GTest::gtest_main)
   chorus_set_warnings(${name})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS unit ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")

@@ -9,7 +9,7 @@
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/mpi/mpi_cycle_trigger.h"
 #include "ops/mpi/mpi_topology.h"
-#include "logging.h"
+#include "base/logging.h"
 #include "ops/host_transport.h"
 #include "ops/shm/shm_backend.h"
 #include "ops/shm/shm_controller_transport.h"

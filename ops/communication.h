@@ -9,12 +9,12 @@
 #include <string>
 
 #include "chorus/status.h"
-#include "config.h"
-#include "controller_transport.h"
-#include "cycle_trigger.h"
+#include "base/config.h"
+#include "protocol/controller_transport.h"
+#include "protocol/cycle_trigger.h"
 #include "ops/backend_registry.h"
 #include "ops/local_peers.h"
-#include "topology.h"
+#include "base/topology.h"
 
 namespace chorus {
 
@@ -26,7 +26,7 @@ class Communication {
  public:
   // Starts MPI (unless the program did), learns the topology and sets up
   // the negotiation's transport: enough for the ranks to agree on their
-  // settings (core/src/settings_agreement.h).
+  // settings (core/protocol/settings_agreement.h).
   static Status connect(std::unique_ptr<Communication>* out);
   // Collective: the rest, with the settings every rank agreed on: the cycle
   // trigger, the backends (those of `custom` first, then host memory's), and

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "logging.h"
+#include "base/logging.h"
 #include "ops/shm/hierarchical_backend.h"
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_backend.h"

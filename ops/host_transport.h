@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "chorus/status.h"
-#include "config.h"
+#include "base/config.h"
 #include "ops/host_collectives.h"
-#include "topology.h"
+#include "base/topology.h"
 
 namespace chorus {
 

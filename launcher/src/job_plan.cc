@@ -3,7 +3,7 @@
 #include <cstring>
 #include <set>
 
-#include "launcher_rendezvous.h"
+#include "base/launcher_rendezvous.h"
 #include "runtime_settings.h"
 #include "usage_error.h"
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "launcher_rendezvous.h"
+#include "base/launcher_rendezvous.h"
 #include "line_prefixer.h"
 #include "local_host.h"
 #include "process_util.h"

@@ -7,7 +7,7 @@
 //                                              wrapper had been told to stop it (so the
 //                                              failure is a consequence, not a cause)
 //   init <token> <rank>                        the program reached chorus::init()
-//                                              (sent by core/src/launcher_rendezvous.cc)
+//                                              (sent by core/base/launcher_rendezvous.cc)
 #pragma once
 
 #include <optional>

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "config.h"
+#include "base/config.h"
 #include "usage_error.h"
 
 namespace chorus::launcher {

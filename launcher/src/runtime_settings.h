@@ -1,6 +1,6 @@
 // Runtime options given to chorusrun (--cycle-time-ms 5, ...) become CHORUS_*
 // variables in every rank's environment. They are checked here with the
-// runtime's own parser (core/src/config.cc), so a value chorusrun accepts is
+// runtime's own parser (core/base/config.cc), so a value chorusrun accepts is
 // one init() accepts, and a bad one is reported before anything starts.
 #pragma once
 

@@ -12,7 +12,7 @@
 
 #include "chorus/status.h"
 #include "ops/mpi/mpi_datatypes.h"
-#include "topology.h"
+#include "base/topology.h"
 
 namespace chorus {
 

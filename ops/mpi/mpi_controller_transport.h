@@ -3,7 +3,7 @@
 
 #include <mpi.h>
 
-#include "controller_transport.h"
+#include "protocol/controller_transport.h"
 
 namespace chorus {
 

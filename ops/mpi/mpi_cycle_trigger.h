@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cycle_trigger.h"
+#include "protocol/cycle_trigger.h"
 #include "ops/local_peers.h"
 
 namespace chorus {

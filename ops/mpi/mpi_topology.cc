@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "logging.h"
-#include "node_topology.h"
+#include "base/logging.h"
+#include "base/node_topology.h"
 #include "ops/mpi/mpi_datatypes.h"
 #include "ops/shm/process_liveness.h"
 

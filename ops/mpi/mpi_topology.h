@@ -1,5 +1,5 @@
 // Node topology agreed over MPI: every rank reads its launcher placement
-// from the environment (core/src/node_topology.h) and all ranks exchange
+// from the environment (core/base/node_topology.h) and all ranks exchange
 // them, so every rank derives local and cross ranks from the same complete
 // picture instead of trusting its own variables alone.
 #pragma once
@@ -8,7 +8,7 @@
 
 #include "chorus/status.h"
 #include "ops/local_peers.h"
-#include "topology.h"
+#include "base/topology.h"
 
 namespace chorus {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "logging.h"
+#include "base/logging.h"
 #include "ops/mpi/mpi_datatypes.h"
 
 namespace chorus {

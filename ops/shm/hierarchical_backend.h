@@ -11,10 +11,10 @@
 #include <memory>
 #include <vector>
 
-#include "config.h"
+#include "base/config.h"
 #include "ops/forwarding_backend.h"
 #include "ops/shm/hierarchical_allreduce.h"
-#include "topology.h"
+#include "base/topology.h"
 
 namespace chorus {
 

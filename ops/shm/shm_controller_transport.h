@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "controller_transport.h"
+#include "protocol/controller_transport.h"
 #include "ops/shm/shm_group.h"
 
 namespace chorus {

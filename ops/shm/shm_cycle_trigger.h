@@ -27,10 +27,10 @@
 #include <memory>
 #include <optional>
 
-#include "cycle_trigger.h"
+#include "protocol/cycle_trigger.h"
 #include "ops/local_peers.h"
 #include "ops/shm/shm_group.h"
-#include "wake_signal.h"
+#include "base/wake_signal.h"
 
 namespace chorus {
 

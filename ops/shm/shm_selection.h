@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "chorus/types.h"
-#include "config.h"
+#include "base/config.h"
 
 namespace chorus {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "futex.h"
+#include "base/futex.h"
 #include "ops/shm/process_liveness.h"
 
 namespace chorus {

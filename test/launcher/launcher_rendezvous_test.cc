@@ -1,7 +1,7 @@
-// init()'s report to chorusrun (core/src/launcher_rendezvous.cc), against a
+// init()'s report to chorusrun (core/base/launcher_rendezvous.cc), against a
 // real listening socket. report_init_to_launcher() connects and sends before
 // it returns, so whether a connection is waiting right after it is certain.
-#include "launcher_rendezvous.h"
+#include "base/launcher_rendezvous.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

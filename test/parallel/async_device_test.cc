@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "async_test_backend.h"
-#include "init_with_backends.h"
+#include "runtime/init_with_backends.h"
 #include "support/harness.h"
 #include "support/reference.h"
 

@@ -2,7 +2,7 @@
 // shaped like the autotuner's (15 fusion thresholds x 21 cycle times x 2
 // algorithms = 630 candidates) and the default budget of 20 samples, with and without
 // noise; fixed dimensions; determinism; bad parameters.
-#include "autotune_search.h"
+#include "autotune/autotune_search.h"
 
 #include <gtest/gtest.h>
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <unistd.h>
 
-#include "autotune_log.h"
-#include "autotune_space.h"
-#include "config.h"
+#include "autotune/autotune_log.h"
+#include "autotune/autotune_space.h"
+#include "base/config.h"
 
 namespace chorus {
 namespace {

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "autotuner.h"
+#include "autotune/autotuner.h"
 
 namespace chorus {
 namespace {

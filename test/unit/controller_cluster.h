@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller.h"
+#include "protocol/controller.h"
 #include "fake_transport.h"
 
 namespace chorus::test {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller.h"
+#include "protocol/controller.h"
 #include "controller_cluster.h"
 #include "fake_transport.h"
 

@@ -1,6 +1,6 @@
 // The negotiation protocol end to end: N controllers, one thread per rank,
 // talking through the in-memory fake transport.
-#include "controller.h"
+#include "protocol/controller.h"
 
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "controller_transport.h"
+#include "protocol/controller_transport.h"
 
 namespace chorus::test {
 

@@ -1,4 +1,4 @@
-#include "fusion_buffer.h"
+#include "runtime/fusion_buffer.h"
 
 #include <gtest/gtest.h>
 

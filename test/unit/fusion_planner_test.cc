@@ -1,4 +1,4 @@
-#include "fusion_planner.h"
+#include "runtime/fusion_planner.h"
 
 #include <gtest/gtest.h>
 

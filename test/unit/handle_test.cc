@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "handle_state.h"
+#include "runtime/handle_state.h"
 
 namespace chorus {
 namespace {

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "config.h"
+#include "base/config.h"
 #include "ops/shm/hierarchical_backend.h"
 
 namespace chorus {

@@ -1,4 +1,4 @@
-#include "logging.h"
+#include "base/logging.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

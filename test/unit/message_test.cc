@@ -1,4 +1,4 @@
-#include "message.h"
+#include "protocol/message.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Launcher placement from environment variables and the topology derived
-// from every rank's placement (core/src/node_topology.h).
-#include "node_topology.h"
+// from every rank's placement (core/base/node_topology.h).
+#include "base/node_topology.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The settings agreement at init() (settings_agreement.h), over the
 // in-memory transport: one thread per rank, each with its own Config.
-#include "settings_agreement.h"
+#include "protocol/settings_agreement.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "cycle_trigger.h"
+#include "protocol/cycle_trigger.h"
 
 namespace chorus {
 namespace {

@@ -12,7 +12,7 @@
 #include <map>
 #include <string>
 
-#include "config.h"
+#include "base/config.h"
 #include "ops/shm/process_liveness.h"
 #include "ops/shm/shm_segment.h"
 #include "ops/shm/shm_selection.h"

@@ -1,4 +1,4 @@
-#include "stall_inspector.h"
+#include "protocol/stall_inspector.h"
 
 #include <gtest/gtest.h>
 

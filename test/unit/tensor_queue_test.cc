@@ -1,4 +1,4 @@
-#include "tensor_queue.h"
+#include "runtime/tensor_queue.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "handle_state.h"
-#include "wake_signal.h"
+#include "runtime/handle_state.h"
+#include "base/wake_signal.h"
 
 namespace chorus {
 namespace {

@@ -1,4 +1,4 @@
-#include "timeline.h"
+#include "runtime/timeline.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

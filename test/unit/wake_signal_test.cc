@@ -13,7 +13,7 @@
 #include <new>
 #include <thread>
 
-#include "wake_signal.h"
+#include "base/wake_signal.h"
 
 namespace chorus {
 namespace {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "controller.h"
+#include "protocol/controller.h"
 #include "fake_transport.h"
-#include "fusion_planner.h"
-#include "tensor_queue.h"
+#include "runtime/fusion_planner.h"
+#include "runtime/tensor_queue.h"
 
 namespace chorus {
 namespace {

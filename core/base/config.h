@@ -1,0 +1,80 @@
+// Runtime configuration, read once from CHORUS_* environment variables at
+// init(). Every variable has a type, a default and an accepted range; a value
+// that does not parse or is out of range fails init() with a message naming
+// the variable, the value and what is accepted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "chorus/status.h"
+#include "base/logging.h"
+
+namespace chorus {
+
+// CHORUS_SHM_ALLREDUCE: whether allreduces of host memory may run over shared
+// memory among the ranks of one host (ops/shm/).
+enum class ShmAllreduceMode { kAuto, kOn, kOff };
+const char* shm_allreduce_mode_name(ShmAllreduceMode mode);
+
+struct Config {
+  // CHORUS_FUSION_THRESHOLD: bytes; 0 disables fusion. Default 64 MiB.
+  int64_t fusion_threshold_bytes = 64LL << 20;
+  // CHORUS_CYCLE_TIME_MS: minimum time between the starts of two negotiation
+  // cycles. 0 (default) starts a cycle as soon as any rank has new work;
+  // work that arrives while a cycle runs is batched into the next one.
+  double cycle_time_ms = 0.0;
+  // CHORUS_CACHE_CAPACITY: response cache entries; 0 disables the fast path.
+  int64_t cache_capacity = 1024;
+  // CHORUS_TIMELINE: path of the Chrome trace rank 0 writes; empty = off.
+  std::string timeline_path;
+  // CHORUS_STALL_CHECK_SECONDS: warn about tensors some ranks submitted and
+  // others did not after this long; 0 disables the check.
+  double stall_check_seconds = 60.0;
+  // CHORUS_STALL_SHUTDOWN_SECONDS: stop the job with an error after a stall
+  // this long; 0 (default) never.
+  double stall_shutdown_seconds = 0.0;
+  // CHORUS_LOG_LEVEL: trace, debug, info, warning, error. Default warning.
+  LogLevel log_level = LogLevel::kWarning;
+  // CHORUS_SHM_ALLREDUCE: auto (default: shared memory when every rank is on
+  // one host and the message is at least the threshold), on (every allreduce
+  // on host memory; the job must be on one host), off (always MPI).
+  ShmAllreduceMode shm_allreduce = ShmAllreduceMode::kAuto;
+  // CHORUS_SHM_ALLREDUCE_THRESHOLD: bytes from which auto picks shared memory.
+  int64_t shm_allreduce_threshold_bytes = 64LL << 10;
+  // CHORUS_HIERARCHICAL_ALLREDUCE: for jobs on several hosts, allreduce in
+  // shared memory within each host and over MPI across hosts
+  // (ops/shm/hierarchical_backend.h). auto (default: when every host has the
+  // same number of ranks, at least 2), on (every allreduce on host memory;
+  // init fails if hosts hold different numbers of ranks), off (flat MPI).
+  ShmAllreduceMode hierarchical_allreduce = ShmAllreduceMode::kAuto;
+  // CHORUS_AUTOTUNE: 0 (default) or 1. During the first steps rank 0
+  // searches the fusion threshold, the cycle time and the allreduce
+  // algorithm for the most bytes reduced per second, then keeps the best
+  // (autotuner.h). Settings set explicitly in the environment stay fixed.
+  bool autotune = false;
+  // CHORUS_AUTOTUNE_LOG: CSV file rank 0 writes every sample to; empty = none.
+  std::string autotune_log_path;
+  // CHORUS_AUTOTUNE_WARMUP_STEPS: training steps ignored before the first sample.
+  int64_t autotune_warmup_steps = 5;
+  // CHORUS_AUTOTUNE_STEPS_PER_SAMPLE: steps measured for each sample (at least).
+  int64_t autotune_steps_per_sample = 4;
+  // CHORUS_AUTOTUNE_MIN_SAMPLE_MS: a sample also lasts at least this long, so
+  // that tiny steps are measured over many scheduler ticks.
+  double autotune_min_sample_ms = 100.0;
+  // CHORUS_AUTOTUNE_SAMPLES: settings measured in all (re-measurements included).
+  int64_t autotune_samples = 20;
+
+  // The CHORUS_* variables that were set in the environment, in the order
+  // from_env reads them: explicit choices the autotuner must not change.
+  std::vector<std::string> explicitly_set;
+  bool was_set(const std::string& variable) const;
+
+  using Lookup = std::function<const char*(const char* name)>;
+  // Reads every variable through `lookup` (std::getenv by default).
+  static Status from_env(Config* out, const Lookup& lookup = nullptr);
+};
+
+}  // namespace chorus

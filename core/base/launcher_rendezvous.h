@@ -1,0 +1,36 @@
+// The one place where a rank talks to chorusrun: init() reports that this
+// rank got there, so chorusrun's --start-timeout can name the ranks that never
+// did. chorusrun's rank wrapper sets the variables below; without them (a
+// program started by plain mpirun, srun or by hand) nothing happens.
+#pragma once
+
+#include <string>
+
+#include "base/config.h"
+
+namespace chorus {
+
+// host:port of chorusrun's report listener.
+inline constexpr const char* kLauncherAddressVariable = "CHORUS_LAUNCHER_ADDRESS";
+// The job's token, so that chorusrun ignores connections from other jobs.
+inline constexpr const char* kLauncherTokenVariable = "CHORUS_LAUNCHER_TOKEN";
+// This process's rank, as the MPI launcher numbered it.
+inline constexpr const char* kLauncherRankVariable = "CHORUS_LAUNCHER_RANK";
+
+// The line init() sends: "init <token> <rank>\n". chorusrun parses it with
+// the same words (launcher/src/report_protocol.cc).
+std::string launcher_init_message(const std::string& token, int rank);
+
+// Connects a TCP socket to host:port within timeout_ms; returns the
+// (blocking, close-on-exec) socket, or -1 with *error saying why.
+int connect_with_timeout(const std::string& host, int port, int timeout_ms, std::string* error);
+
+// Splits "host:port" (port 1..65535); false when it is not of that form.
+bool split_launcher_address(const std::string& address, std::string* host, int* port);
+
+// Connects to CHORUS_LAUNCHER_ADDRESS (a few seconds at most) and sends
+// launcher_init_message. A failure is logged as a warning and otherwise
+// ignored: the job itself does not depend on the launcher's bookkeeping.
+void report_init_to_launcher(const Config::Lookup& lookup = nullptr);
+
+}  // namespace chorus

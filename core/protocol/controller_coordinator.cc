@@ -1,0 +1,201 @@
+// The coordinator's (rank 0's) half of the negotiation protocol: the table of
+// partially submitted requests, join and shutdown bookkeeping, validation of
+// complete requests and the stall inspector's input. See controller.h.
+#include <algorithm>
+
+#include "protocol/controller.h"
+#include "protocol/request_validation.h"
+
+namespace chorus {
+
+std::vector<Response> Controller::coordinate(const std::vector<std::vector<Request>>& by_rank) {
+  std::vector<Response> out;
+  FailedGroups failed_groups;
+  int shutdown_rank = -1;
+  // Folding in rank order, each rank's requests in its submission order,
+  // makes the response order a function of the gathered data alone.
+  for (int r = 0; r < static_cast<int>(by_rank.size()); ++r) {
+    for (Request request : by_rank[r]) {
+      request.rank = r;  // trust the transport's index over the payload
+      if (request.op == OpType::kShutdown) {
+        if (shutdown_rank < 0) shutdown_rank = r;
+        continue;
+      }
+      if (request.op == OpType::kJoin) {
+        joined_ranks_.insert(r);
+        last_joined_rank_ = r;  // ranks fold in ascending order: ties go to the highest
+        // Allreduces waiting only for ranks that have now joined can run.
+        emit_complete(&out, &failed_groups);
+        if (static_cast<int>(joined_ranks_.size()) == size_) {
+          Response join;
+          join.type = Response::Type::kJoin;
+          // The runtime finds each rank's join handle by this name; every
+          // rank's join request carries the same one.
+          join.name = request.name;
+          join.last_joined_rank = last_joined_rank_;
+          out.push_back(std::move(join));
+          joined_ranks_.clear();
+          last_joined_rank_ = -1;
+        }
+        continue;
+      }
+      auto [it, inserted] = table_.try_emplace(request.name);
+      if (inserted) table_order_.push_back(request.name);
+      it->second.by_rank[r] = std::move(request);
+      if (complete(it->second)) {
+        out.push_back(make_response(it->first, it->second, &failed_groups));
+        table_order_.erase(std::find(table_order_.begin(), table_order_.end(), it->first));
+        table_.erase(it);
+      }
+    }
+  }
+  // After the whole fold: a rank submits all members of a group at once, so
+  // by now every member any rank holds is in the table or cached.
+  fail_rest_of_groups(failed_groups, &out);
+  if (shutdown_rank >= 0) {
+    Response stop;
+    stop.type = Response::Type::kShutdown;
+    stop.shutdown_rank = shutdown_rank;
+    stop.error_message = "Rank " + std::to_string(shutdown_rank) + " shut down";
+    out.push_back(std::move(stop));
+  } else if (stall_shutdown_) {
+    Response stop;
+    stop.type = Response::Type::kShutdown;
+    stop.error_message = *stall_shutdown_;
+    out.push_back(std::move(stop));
+  }
+  return out;
+}
+
+bool Controller::complete(const TableEntry& entry) const {
+  // Joined ranks contribute zeros to allreduces only; every other collective
+  // needs all ranks. A name some rank asked for with another op is not an
+  // allreduce: it waits for everyone and then fails validation.
+  const bool allreduce = std::all_of(entry.by_rank.begin(), entry.by_rank.end(), [](const auto& kv) {
+    return kv.second.op == OpType::kAllreduce;
+  });
+  for (int r = 0; r < size_; ++r) {
+    if (entry.by_rank.count(r)) continue;
+    if (!(allreduce && joined_ranks_.count(r))) return false;
+  }
+  return true;
+}
+
+void Controller::emit_complete(std::vector<Response>* out, FailedGroups* failed_groups) {
+  std::vector<std::string> still_waiting;
+  for (const std::string& name : table_order_) {
+    auto it = table_.find(name);
+    if (complete(it->second)) {
+      out->push_back(make_response(name, it->second, failed_groups));
+      table_.erase(it);
+    } else {
+      still_waiting.push_back(name);
+    }
+  }
+  table_order_ = std::move(still_waiting);
+}
+
+Response Controller::make_response(const std::string& name, const TableEntry& entry,
+                                   FailedGroups* failed_groups) const {
+  Response response;
+  response.name = name;
+  if (auto mismatch = find_mismatch(entry.by_rank)) {
+    response.type = Response::Type::kError;
+    response.error_message = std::move(*mismatch);
+    for (const auto& [r, request] : entry.by_rank) {
+      if (!request.group.empty()) failed_groups->emplace(request.group, response.error_message);
+    }
+    return response;
+  }
+  // All ranks agree; the lowest rank's request speaks for them.
+  const Request& first = entry.by_rank.begin()->second;
+  response.type = response_type_for(first.op);
+  response.dtype = first.dtype;
+  response.device = first.device;
+  response.reduce_op = first.reduce_op;
+  response.prescale = first.prescale;
+  response.postscale = first.postscale;
+  response.root = first.root;
+  response.group = first.group;
+  switch (first.op) {
+    case OpType::kAllreduce:
+    case OpType::kBroadcast:
+    case OpType::kReducescatter:
+      response.elements = num_elements(first.shape);
+      break;
+    case OpType::kAllgather:
+      // Every rank takes part in an allgather, so every index is filled. A
+      // scalar gathers as one row.
+      response.first_dims.assign(size_, 0);
+      for (const auto& [r, request] : entry.by_rank) {
+        response.first_dims[r] = request.shape.empty() ? 1 : request.shape[0];
+      }
+      break;
+    default:
+      break;
+  }
+  return response;
+}
+
+void Controller::fail_rest_of_groups(const FailedGroups& failed_groups, std::vector<Response>* out) {
+  if (failed_groups.empty()) return;
+  const auto error_for = [&](const std::string& name, const std::string& group) {
+    Response response;
+    response.type = Response::Type::kError;
+    response.name = name;
+    response.error_message = failed_groups.at(group);
+    return response;
+  };
+  const auto failed_group_of = [&](const TableEntry& entry) -> const std::string* {
+    for (const auto& [r, request] : entry.by_rank) {
+      if (failed_groups.count(request.group)) return &request.group;
+    }
+    return nullptr;
+  };
+  std::vector<std::string> still_waiting;
+  for (const std::string& name : table_order_) {
+    auto it = table_.find(name);
+    if (const std::string* group = failed_group_of(it->second)) {
+      out->push_back(error_for(name, *group));
+      table_.erase(it);
+    } else {
+      still_waiting.push_back(name);
+    }
+  }
+  table_order_ = std::move(still_waiting);
+  // Members that some ranks found in the response cache are ready there and
+  // would wait for the others forever: they fail too.
+  for (const std::string& name : partial_cached_) {
+    const auto slot = cache_.slot_of(name);
+    if (!slot) continue;
+    const std::string& group = cache_.response(*slot).group;
+    if (!failed_groups.count(group)) continue;
+    const bool answered = std::any_of(out->begin(), out->end(), [&](const Response& r) { return r.name == name; });
+    if (!answered) out->push_back(error_for(name, group));
+  }
+}
+
+void Controller::feed_stall_inspector(Clock::time_point now) {
+  std::set<std::string> tracked;
+  for (const std::string& name : table_order_) {
+    const TableEntry& entry = table_.at(name);
+    std::set<int> ready;
+    for (const auto& kv : entry.by_rank) ready.insert(kv.first);
+    stall_.record_pending(name, ready, now, op_type_name(entry.by_rank.begin()->second.op));
+    tracked.insert(name);
+  }
+  for (const std::string& name : partial_cached_) {
+    // The slot may have been reused by this cycle's slow path; then the
+    // request comes back as a miss and shows up in the table instead.
+    auto slot = cache_.slot_of(name);
+    if (!slot || tracked.count(name)) continue;
+    stall_.record_partial_cached(name, now, response_type_name(cache_.response(*slot).type));
+    tracked.insert(name);
+  }
+  for (const std::string& name : stall_tracked_) {
+    if (!tracked.count(name)) stall_.forget(name);
+  }
+  stall_tracked_ = std::move(tracked);
+}
+
+}  // namespace chorus

@@ -1,0 +1,206 @@
+#include "runtime/runtime.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "runtime/fusion_planner.h"
+#include "base/logging.h"
+#include "protocol/settings_agreement.h"
+
+namespace chorus {
+
+Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* blocked_waiters,
+                       const Config::Lookup& env, const std::vector<BackendMaker>& custom) {
+  Config config;
+  Status local = Config::from_env(&config, env);
+  if (!local.ok()) config = Config();  // communication still connects, to agree on failing
+  set_log_level(config.log_level);
+  std::unique_ptr<Communication> comm;
+  CHORUS_RETURN_IF_ERROR(Communication::connect(&comm));
+  set_log_rank(comm->topology().rank);
+  // init() is collective: a rank that cannot start (a bad CHORUS_* value in
+  // its environment) or that disagrees with rank 0 on a setting every rank
+  // must share must not leave the others running and waiting for it
+  // forever: every rank fails together, naming the ranks.
+  CHORUS_RETURN_IF_ERROR(agree_on_settings(comm->controller_transport(), local, config));
+  CHORUS_RETURN_IF_ERROR(comm->start(config, custom));
+  std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm), blocked_waiters));
+  if (!config.timeline_path.empty() && runtime->topology().rank == 0) {
+    local = runtime->timeline_.open(config.timeline_path);
+  }
+  if (local.ok() && config.autotune) {
+    local = Autotuner::create(config, runtime->comm_->shm_allreduce_active(), runtime->topology().rank,
+                              &runtime->autotuner_);
+  }
+  // Rank 0's timeline or autotune log may be unwritable: the same again.
+  CHORUS_RETURN_IF_ERROR(runtime->agree(local, "could not start"));
+  runtime->thread_ = std::thread([r = runtime.get()] { r->background_loop(); });
+  CHORUS_LOG(kDebug, "started: rank " << runtime->topology().rank << " of " << runtime->topology().size);
+  *out = std::move(runtime);
+  return Status::OK();
+}
+
+Status Runtime::agree(const Status& local, const std::string& what) {
+  const Topology& t = topology();
+  std::vector<uint64_t> failed(static_cast<size_t>(t.size + 63) / 64, 0);
+  if (!local.ok()) failed[t.rank / 64] |= uint64_t{1} << (t.rank % 64);
+  CHORUS_RETURN_IF_ERROR(comm_->controller_transport()->allreduce_or(&failed));
+  if (!local.ok()) return local;
+  std::string ranks;
+  for (int r = 0; r < t.size; ++r) {
+    if ((failed[r / 64] >> (r % 64)) & 1) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (ranks.empty()) return Status::OK();
+  return Status::Aborted("Chorus " + what + " on rank(s) [" + ranks +
+                         "]; their own error says why, so this rank does not start either");
+}
+
+Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
+                 detail::BlockedWaiters* blocked_waiters)
+    : config_(config),
+      fusion_threshold_bytes_(config.fusion_threshold_bytes),
+      comm_(std::move(comm)),
+      blocked_waiters_(blocked_waiters),
+      queue_(comm_->topology().rank, comm_->trigger()->wake_signal()),
+      controller_(comm_->controller_transport(), config_, config_.autotune ? TuningMessage::kWords : 0),
+      executor_(comm_->topology(), &comm_->backends(), &timeline_,
+                [this] { comm_->trigger()->wake_signal()->notify(); }) {}
+
+Runtime::~Runtime() { shutdown(); }
+
+void Runtime::shutdown() {
+  if (thread_.joinable()) {
+    shutdown_requested_ = true;
+    comm_->trigger()->wake_signal()->notify();
+    thread_.join();
+  }
+  // Collectives still on a device complete (or fail) before it goes away.
+  executor_.drain();
+  timeline_.close();
+  // Finalizing MPI waits for every rank to finalize too, and a rank the job
+  // stopped for may never get there (one stuck in its own code, say): end
+  // the whole job instead, so no rank is left waiting.
+  if (!peers_lost_.empty()) {
+    comm_->abort_job(peers_lost_ + "; ending the job here, since finalizing MPI would wait for the ranks "
+                                   "that stopped responding");
+  }
+}
+
+bool Runtime::has_local_work() const {
+  return queue_.has_new() || controller_.needs_cycle() || (shutdown_requested_ && !shutdown_sent_) ||
+         executor_.failed();
+}
+
+void Runtime::background_loop() {
+  pthread_setname_np(pthread_self(), "chorus-bg");
+  const LocalWork work{[this] { return has_local_work(); }, [this] { return queue_.arrivals(); },
+                       [this] { return blocked_waiters_->load(std::memory_order_relaxed) > 0; },
+                       [this] { return queue_.holds_any(); }};
+  while (true) {
+    Status status;
+    bool stop = false;
+    try {
+      status = comm_->trigger()->wait_for_cycle(work, controller_.next_deadline());
+      if (status.ok()) status = run_cycle(&stop);
+    } catch (const std::exception& e) {  // e.g. std::bad_alloc
+      status = Status::Internal(std::string("exception on the background thread: ") + e.what());
+    }
+    if (status.ok() && !stop) continue;
+    if (status.ok()) return;
+    // This rank can no longer take part in collectives, and the others may
+    // already be waiting inside one for it: they would wait forever. Fail
+    // what is pending here, then end the job with the reason.
+    CHORUS_LOG(kError, "stopping after an internal error: " << status.message());
+    const Status failed = Status::Aborted("Chorus stopped after an internal error: " + status.message());
+    fail_pending(failed, [&](const TensorEntry&) { return failed; });
+    comm_->abort_job(failed.message());
+    return;
+  }
+}
+
+Status Runtime::run_cycle(bool* stop) {
+  // A collective that failed on its device after the executor moved on: this
+  // rank cannot go on.
+  CHORUS_RETURN_IF_ERROR(executor_.failure());
+  std::vector<Request> requests = queue_.take_new_requests();
+  if (shutdown_requested_ && !shutdown_sent_) {
+    Request request;
+    request.name = "chorus.shutdown";
+    request.op = OpType::kShutdown;
+    request.rank = topology().rank;
+    requests.push_back(std::move(request));
+    shutdown_sent_ = true;
+  }
+  std::vector<Response> responses;
+  if (autotuner_) controller_.set_coordinator_words(autotuner_->words());
+  CHORUS_RETURN_IF_ERROR(controller_.negotiate(std::move(requests), &responses));
+  const auto negotiated = std::chrono::steady_clock::now();
+  if (autotuner_) {
+    // Every rank gets rank 0's words in the same cycle, so every rank plans
+    // this cycle's fusion (and routes its allreduces) with the same setting.
+    if (auto settings = autotuner_->receive(controller_.coordinator_words(), controller_.stats().cycles)) {
+      apply(*settings);
+    }
+  }
+  CHORUS_LOG(kTrace, "cycle: " << responses.size() << " responses");
+
+  // Everything negotiated runs, even in a shutdown cycle: it is ready on
+  // every rank, so every rank runs it. The responses move into the plan; the
+  // autotuner, which looks at them after they ran, gets a copy.
+  std::vector<Response> observed;
+  if (autotuner_) observed = responses;
+  const auto is_shutdown = [](const Response& r) { return r.type == Response::Type::kShutdown; };
+  std::optional<Response> shutdown;
+  auto first_shutdown = std::find_if(responses.begin(), responses.end(), is_shutdown);
+  if (first_shutdown != responses.end()) {
+    shutdown = *first_shutdown;
+    responses.erase(std::remove_if(responses.begin(), responses.end(), is_shutdown), responses.end());
+  }
+  for (const ExecutionUnit& unit : plan_fusion(std::move(responses), fusion_threshold_bytes_)) {
+    CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
+  }
+  if (autotuner_) autotuner_->observe(observed, std::chrono::steady_clock::now());
+  if (shutdown) {
+    stop_for(*shutdown);
+    *stop = true;
+  }
+  return Status::OK();
+}
+
+void Runtime::apply(const TuningSettings& settings) {
+  fusion_threshold_bytes_ = settings.fusion_threshold_bytes;
+  comm_->trigger()->set_min_interval_ms(settings.cycle_time_ms);
+  // MPI only: no size reaches the threshold (the float16/bfloat16 cases
+  // that the selection sends to shared memory at any size still go there).
+  comm_->set_shm_allreduce_threshold(settings.shm_allreduce ? config_.shm_allreduce_threshold_bytes
+                                                            : std::numeric_limits<int64_t>::max());
+}
+
+void Runtime::stop_for(const Response& shutdown) {
+  const int me = topology().rank;
+  const int who = shutdown.shutdown_rank;
+  if (who < 0) {  // the coordinator stopped the job (stall)
+    CHORUS_LOG(kError, shutdown.error_message);
+    peers_lost_ = "Chorus stopped: " + shutdown.error_message;
+    const Status failed = Status::Shutdown(shutdown.error_message);
+    fail_pending(Status::Shutdown("Chorus has stopped: " + shutdown.error_message),
+                 [&](const TensorEntry&) { return failed; });
+    return;
+  }
+  const Status closed = who == me ? Status::Shutdown("Chorus has been shut down")
+                                  : Status::Shutdown("Chorus has stopped: rank " + std::to_string(who) +
+                                                     " shut down");
+  fail_pending(closed, [&](const TensorEntry& entry) {
+    return Status::Shutdown("Rank " + std::to_string(who) + " shut down while " +
+                            op_type_name(entry.request.op) + " '" + entry.request.name + "' was pending");
+  });
+}
+
+void Runtime::fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for) {
+  for (TensorEntry& entry : queue_.close(closed)) entry.handle->complete_member(error_for(entry));
+}
+
+}  // namespace chorus

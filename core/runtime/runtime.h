@@ -1,0 +1,97 @@
+// Runtime: the one object that owns Chorus's state in a process: the
+// configuration, the communication layer, the tensor queue, the controller,
+// the executor, the timeline and the background thread that drives them.
+//
+// The background loop:
+//   wait until a cycle starts (local work, a peer's request, or a timer)
+//   take the requests enqueued since the last cycle
+//   negotiate: every rank gets the same ordered responses
+//   plan fusion and execute each unit, completing handles
+//   on a shutdown response, fail what is still pending and stop
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autotune/autotuner.h"
+#include "base/config.h"
+#include "protocol/controller.h"
+#include "runtime/executor.h"
+#include "runtime/handle_state.h"
+#include "ops/communication.h"
+#include "runtime/tensor_queue.h"
+#include "runtime/timeline.h"
+
+namespace chorus {
+
+class Runtime {
+ public:
+  // Reads the configuration, sets up communication and starts the loop.
+  // `blocked_waiters` counts the threads blocked on this runtime's handles;
+  // it must outlive the runtime and every handle it makes.
+  // `custom`: backends for devices of the program's own (init_with_backends.h).
+  static Status create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* blocked_waiters,
+                       const Config::Lookup& env = nullptr, const std::vector<BackendMaker>& custom = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const Topology& topology() const { return comm_->topology(); }
+  bool supports(const Device& device) const { return comm_->backends().supports(device); }
+  // Hands entries to the background thread; fails if a name is in flight
+  // or the runtime has stopped.
+  Status enqueue(std::vector<TensorEntry> entries) { return queue_.add(std::move(entries)); }
+  Status enqueue(TensorEntry&& entry) { return queue_.add(std::move(entry)); }
+  // OK while running; once the runtime has stopped (a peer shut down, a
+  // stall, an internal error), why.
+  Status stopped_reason() const { return queue_.closed() ? queue_.closed_reason() : Status::OK(); }
+  // Tells the other ranks this rank is leaving and stops the background
+  // thread. Idempotent. After a stop that some ranks may never acknowledge
+  // (a stall shutdown), it ends the job (MPI_Abort) rather than return to a
+  // release of communication that would wait for them.
+  void shutdown();
+  // Every rank calls barrier() the same number of times, so a counter names
+  // the same barrier on every rank.
+  std::string next_barrier_name() { return "chorus.barrier." + std::to_string(barrier_count_++); }
+  // The state of a new handle for `op` with `members` members, counted in
+  // the blocked waiters while a thread is blocked waiting on it.
+  std::shared_ptr<detail::HandleState> new_handle(const std::string& name, OpType op, int members = 1) const {
+    return std::make_shared<detail::HandleState>(name, op, members, blocked_waiters_);
+  }
+
+ private:
+  Runtime(const Config& config, std::unique_ptr<Communication> comm, detail::BlockedWaiters* blocked_waiters);
+  // Collective: OK when `local` is OK on every rank; else this rank's own
+  // error, or an error naming the ranks that failed (`what` they failed at).
+  Status agree(const Status& local, const std::string& what);
+  void background_loop();
+  Status run_cycle(bool* stop);
+  bool has_local_work() const;
+  void stop_for(const Response& shutdown);
+  void fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for);
+  // The autotuner's setting, from this cycle on (background thread).
+  void apply(const TuningSettings& settings);
+
+  Config config_;
+  // CHORUS_FUSION_THRESHOLD, or the autotuner's current choice.
+  int64_t fusion_threshold_bytes_;
+  std::unique_ptr<Communication> comm_;
+  detail::BlockedWaiters* const blocked_waiters_;
+  TensorQueue queue_;
+  Controller controller_;
+  Timeline timeline_;
+  Executor executor_;
+  std::unique_ptr<Autotuner> autotuner_;  // CHORUS_AUTOTUNE=1 only
+  std::atomic<bool> shutdown_requested_{false};
+  bool shutdown_sent_ = false;  // background thread only
+  // Why the job stopped without every rank's consent (a stall shutdown);
+  // written by the background thread, read by shutdown() after joining it.
+  std::string peers_lost_;
+  std::atomic<uint64_t> barrier_count_{0};
+  std::thread thread_;
+};
+
+}  // namespace chorus
