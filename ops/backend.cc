@@ -20,4 +20,10 @@ WorkPtr Backend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, Dat
                                         std::to_string(pieces.size()) + " pieces in place, which it does not do"));
 }
 
+Status Backend::use_allreduce_algorithm(const std::string& algorithm) {
+  if (algorithm == name()) return Status::OK();
+  return Status::InvalidArgument(std::string("the ") + name() + " backend has no allreduce algorithm '" + algorithm +
+                                 "'");
+}
+
 }  // namespace chorus

@@ -62,6 +62,11 @@ class Backend {
   virtual WorkPtr reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
                                 DataType dtype, ReduceOp op, double factor) = 0;
   virtual WorkPtr barrier() = 0;
+
+  // The allreduce algorithms it can switch between, the one in use first;
+  // the autotuner chooses among them (HostCollectives::allreduce_algorithms).
+  virtual std::vector<std::string> allreduce_algorithms() const { return {name()}; }
+  virtual Status use_allreduce_algorithm(const std::string& algorithm);
 };
 
 }  // namespace chorus

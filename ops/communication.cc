@@ -1,5 +1,6 @@
 #include "ops/communication.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -11,7 +12,6 @@
 #include "ops/mpi/mpi_topology.h"
 #include "base/logging.h"
 #include "ops/host_transport.h"
-#include "ops/shm/shm_backend.h"
 #include "ops/shm/shm_controller_transport.h"
 #include "ops/shm/shm_cycle_trigger.h"
 #include "ops/shm/shm_group.h"
@@ -42,11 +42,13 @@ Status Communication::start(const Config& agreed, const std::vector<BackendMaker
   std::unique_ptr<HostCollectives> host;
   CHORUS_RETURN_IF_ERROR(make_host_collectives(
       agreed, topology_, mpi_->data_comm(), std::make_unique<MpiBackend>(mpi_->data_comm(), &mpi_->types()), &host));
-  shm_ = dynamic_cast<ShmBackend*>(host.get());
-  backends_.add(std::make_unique<HostBackend>(std::move(host)));
+  auto backend = std::make_unique<HostBackend>(std::move(host));
+  host_ = backend.get();
+  backends_.add(std::move(backend));
   // Where the allreduces take shared memory (every rank alike), so does the
   // negotiation's bit vector.
-  if (shm_ != nullptr) negotiate_through_shm(agreed);
+  const std::vector<std::string> algorithms = host_->allreduce_algorithms();
+  if (std::find(algorithms.begin(), algorithms.end(), "shm") != algorithms.end()) negotiate_through_shm(agreed);
   return Status::OK();
 }
 
@@ -87,9 +89,6 @@ void Communication::negotiate_through_shm(const Config& config) {
   transport_ = std::make_unique<ShmControllerTransport>(std::move(transport_), std::move(group), max_words);
 }
 
-void Communication::set_shm_allreduce_threshold(int64_t bytes) {
-  if (shm_ != nullptr) shm_->set_selection_threshold(bytes);
-}
 
 void Communication::abort_job(const std::string& reason) {
   std::fprintf(stderr, "[chorus rank %d] aborting the job: %s\n", topology_.rank, reason.c_str());
@@ -101,7 +100,7 @@ Communication::~Communication() {
   // Release everything that uses MPI before the context may finalize it.
   trigger_.reset();
   transport_.reset();
-  shm_ = nullptr;
+  host_ = nullptr;
   backends_ = BackendRegistry();
 }
 

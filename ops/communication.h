@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "chorus/status.h"
 #include "base/config.h"
@@ -19,8 +20,6 @@
 namespace chorus {
 
 class MpiContext;
-class ShmBackend;
-class HostBackend;
 
 class Communication {
  public:
@@ -38,11 +37,10 @@ class Communication {
   ControllerTransport* controller_transport() { return transport_.get(); }
   CycleTrigger* trigger() { return trigger_.get(); }
   const BackendRegistry& backends() const { return backends_; }
-  // The shared-memory allreduce runs in this job (one host, mode auto or on).
-  bool shm_allreduce_active() const { return shm_ != nullptr; }
-  // Auto mode's size threshold for the shared-memory path (the autotuner's
-  // algorithm choice); nothing without the shared-memory allreduce.
-  void set_shm_allreduce_threshold(int64_t bytes);
+  // The allreduce algorithms of host memory's backend, the one in use first
+  // (the autotuner's choices), and switching between them (between cycles).
+  std::vector<std::string> allreduce_algorithms() const { return host_->allreduce_algorithms(); }
+  Status use_allreduce_algorithm(const std::string& algorithm) { return host_->use_allreduce_algorithm(algorithm); }
   // Ends every rank of the job (MPI_Abort) after printing `reason`: for a
   // rank that cannot go on while its peers may be waiting for it.
   void abort_job(const std::string& reason);
@@ -62,7 +60,7 @@ class Communication {
   std::unique_ptr<ControllerTransport> transport_;
   std::unique_ptr<CycleTrigger> trigger_;
   BackendRegistry backends_;
-  ShmBackend* shm_ = nullptr;  // inside backends_, when the host collectives are one
+  Backend* host_ = nullptr;  // host memory's, inside backends_
 };
 
 }  // namespace chorus

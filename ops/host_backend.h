@@ -33,6 +33,10 @@ class HostBackend : public Backend {
   WorkPtr reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts, DataType dtype,
                         ReduceOp op, double factor) override;
   WorkPtr barrier() override;
+  std::vector<std::string> allreduce_algorithms() const override { return collectives_->allreduce_algorithms(); }
+  Status use_allreduce_algorithm(const std::string& algorithm) override {
+    return collectives_->use_allreduce_algorithm(algorithm);
+  }
 
  private:
   std::unique_ptr<HostCollectives> collectives_;

@@ -53,4 +53,12 @@ Status HostCollectives::allreduce_pieces(const std::vector<AllreducePiece>& piec
                           std::to_string(pieces.size()) + " pieces in place, which it does not do");
 }
 
+Status HostCollectives::use_allreduce_algorithm(const std::string& algorithm) {
+  for (const std::string& mine : allreduce_algorithms()) {
+    if (mine == algorithm) return Status::OK();
+  }
+  return Status::InvalidArgument(std::string("the ") + name() + " collectives have no allreduce algorithm '" +
+                                 algorithm + "'");
+}
+
 }  // namespace chorus

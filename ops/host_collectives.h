@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "chorus/status.h"
@@ -90,6 +91,14 @@ class HostCollectives {
     return reducescatter_scaled(input, output, recv_counts, dtype, op, 1.0);
   }
   virtual Status barrier() = 0;
+
+  // The allreduce algorithms this transport can switch between, by name,
+  // the one in use at the start first (the same on every rank); the
+  // autotuner chooses among them. One, its own name, unless it has a choice.
+  virtual std::vector<std::string> allreduce_algorithms() const { return {name()}; }
+  // Runs allreduces with `algorithm` (one of the names above) from now on;
+  // called between cycles, by every rank alike.
+  virtual Status use_allreduce_algorithm(const std::string& algorithm);
 };
 
 }  // namespace chorus

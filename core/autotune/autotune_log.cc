@@ -23,13 +23,13 @@ Status AutotuneLog::open(const std::string& path) {
   return Status::OK();
 }
 
-Status AutotuneLog::row(size_t sample, const char* kind, const TuningSettings& settings, double bytes_per_second,
-                        bool best) {
+Status AutotuneLog::row(size_t sample, const char* kind, const TuningSettings& settings, const std::string& algorithm,
+                        double bytes_per_second, bool best) {
   if (file_ == nullptr) return Status::OK();
   // %.10g: cycle times as set (2.3, not 2.2999999999999998); %.6e: scores are measurements.
   const int written = std::fprintf(file_, "%zu,%s,%lld,%.10g,%s,%.6e,%d\n", sample, kind,
                                    static_cast<long long>(settings.fusion_threshold_bytes), settings.cycle_time_ms,
-                                   algorithm_name(settings.shm_allreduce), bytes_per_second, best ? 1 : 0);
+                                   algorithm.c_str(), bytes_per_second, best ? 1 : 0);
   if (written < 0 || std::fflush(file_) != 0) {
     const std::string reason = std::strerror(errno);
     close();

@@ -34,7 +34,9 @@ class AutotuneLog {
   Status open(const std::string& path);
   bool enabled() const { return file_ != nullptr; }
   // A failed write is reported once and closes the log (the job goes on).
-  Status row(size_t sample, const char* kind, const TuningSettings& settings, double bytes_per_second, bool best);
+  // `algorithm`: the name of the settings' algorithm.
+  Status row(size_t sample, const char* kind, const TuningSettings& settings, const std::string& algorithm,
+             double bytes_per_second, bool best);
   void close();
 
  private:

@@ -12,8 +12,8 @@ constexpr int kThresholdLog2Min = 20;  // 1 MiB
 constexpr int kThresholdLog2Max = 27;  // 128 MiB
 constexpr double kCycleTimeStepMs = 0.5;
 constexpr int kCycleTimeSteps = 20;    // up to 10 ms
-constexpr uint64_t kFlagShm = 1;
-constexpr uint64_t kFlagFrozen = 2;
+constexpr uint64_t kFlagFrozen = 1;
+constexpr int kAlgorithmShift = 8;  // the algorithm's index, above the flags
 
 template <typename T>
 int index_of(std::vector<T>* values, T value) {
@@ -37,16 +37,16 @@ std::vector<double> normalised(const std::vector<T>& values, Scale scale) {
 
 }  // namespace
 
-const char* algorithm_name(bool shm_allreduce) { return shm_allreduce ? "shm" : "mpi"; }
-
-std::string describe(const TuningSettings& settings) {
+std::string TuningSpace::describe(const TuningSettings& settings) const {
   std::ostringstream out;
   out << "fusion threshold " << settings.fusion_threshold_bytes << " bytes, cycle time " << settings.cycle_time_ms
-      << " ms, algorithm " << algorithm_name(settings.shm_allreduce);
+      << " ms, algorithm " << algorithm_name(settings.algorithm);
   return out.str();
 }
 
-TuningSpace::TuningSpace(const Config& config, bool shm_active) {
+TuningSpace::TuningSpace(const Config& config, std::vector<std::string> algorithms)
+    : algorithms_(std::move(algorithms)) {
+  if (algorithms_.empty()) algorithms_ = {"default"};
   if (config.was_set("CHORUS_FUSION_THRESHOLD")) {
     thresholds_ = {config.fusion_threshold_bytes};
   } else {
@@ -60,14 +60,11 @@ TuningSpace::TuningSpace(const Config& config, bool shm_active) {
   } else {
     for (int step = 0; step <= kCycleTimeSteps; ++step) cycle_times_.push_back(step * kCycleTimeStepMs);
   }
+  // A path the user chose stays: an explicit setting is never tuned.
   const bool algorithm_fixed = config.was_set("CHORUS_SHM_ALLREDUCE") ||
                                config.was_set("CHORUS_SHM_ALLREDUCE_THRESHOLD") ||
-                               config.shm_allreduce != ShmAllreduceMode::kAuto;
-  if (shm_active && !algorithm_fixed) {
-    algorithms_ = {true, false};
-  } else {
-    algorithms_ = {shm_active};
-  }
+                               config.was_set("CHORUS_HIERARCHICAL_ALLREDUCE");
+  searched_algorithms_ = algorithm_fixed ? 1 : algorithms_.size();
   start_ = {index_of(&thresholds_, config.fusion_threshold_bytes), index_of(&cycle_times_, config.cycle_time_ms), 0};
 }
 
@@ -78,7 +75,7 @@ std::vector<SearchDimension> TuningSpace::dimensions() const {
                   false});
   dims.push_back({"cycle_time_ms", normalised(cycle_times_, [](double v) { return v; }), false});
   std::vector<double> algorithm_coordinates;
-  for (size_t i = 0; i < algorithms_.size(); ++i) algorithm_coordinates.push_back(static_cast<double>(i));
+  for (size_t i = 0; i < searched_algorithms_; ++i) algorithm_coordinates.push_back(static_cast<double>(i));
   dims.push_back({"algorithm", algorithm_coordinates, true});
   return dims;
 }
@@ -87,7 +84,7 @@ TuningSettings TuningSpace::settings_at(const SearchPoint& point) const {
   TuningSettings s;
   s.fusion_threshold_bytes = thresholds_.at(static_cast<size_t>(point.at(0)));
   s.cycle_time_ms = cycle_times_.at(static_cast<size_t>(point.at(1)));
-  s.shm_allreduce = algorithms_.at(static_cast<size_t>(point.at(2)));
+  s.algorithm = static_cast<int>(std::min(static_cast<size_t>(point.at(2)), searched_algorithms_ - 1));
   return s;
 }
 
@@ -97,7 +94,7 @@ std::vector<uint64_t> TuningMessage::encode() const {
   // The exact bits, so an explicit cycle time like 2.3 ms arrives unchanged.
   std::memcpy(&cycle_bits, &settings.cycle_time_ms, sizeof(cycle_bits));
   return {generation, static_cast<uint64_t>(settings.fusion_threshold_bytes), cycle_bits,
-          (settings.shm_allreduce ? kFlagShm : 0) | (frozen ? kFlagFrozen : 0)};
+          (static_cast<uint64_t>(settings.algorithm) << kAlgorithmShift) | (frozen ? kFlagFrozen : 0)};
 }
 
 TuningMessage TuningMessage::decode(const std::vector<uint64_t>& words) {
@@ -106,7 +103,7 @@ TuningMessage TuningMessage::decode(const std::vector<uint64_t>& words) {
   m.generation = words[0];
   m.settings.fusion_threshold_bytes = static_cast<int64_t>(words[1]);
   std::memcpy(&m.settings.cycle_time_ms, &words[2], sizeof(words[2]));
-  m.settings.shm_allreduce = (words[3] & kFlagShm) != 0;
+  m.settings.algorithm = static_cast<int>(words[3] >> kAlgorithmShift);
   m.frozen = (words[3] & kFlagFrozen) != 0;
   return m;
 }

@@ -5,10 +5,12 @@
 // Grids (a setting the user set explicitly has its value only):
 //   fusion threshold  1 MiB .. 128 MiB in half-octave steps (log scale)
 //   cycle time        0 .. 10 ms in 0.5 ms steps
-//   algorithm         shared memory (from CHORUS_SHM_ALLREDUCE_THRESHOLD, as
-//                     in auto mode) or MPI only; fixed when the job cannot
-//                     use shared memory or CHORUS_SHM_ALLREDUCE(_THRESHOLD)
-//                     was set
+//   algorithm         one of the allreduce algorithms host memory's backend
+//                     can switch between (Backend::allreduce_algorithms:
+//                     "shm" or "mpi" on one host); fixed when it has one, or
+//                     when the user chose the path (CHORUS_SHM_ALLREDUCE,
+//                     CHORUS_SHM_ALLREDUCE_THRESHOLD or
+//                     CHORUS_HIERARCHICAL_ALLREDUCE set)
 // The settings in effect at init() are always a candidate (added to a grid
 // if they are not on it), so the search starts from them.
 #pragma once
@@ -25,26 +27,22 @@ namespace chorus {
 struct TuningSettings {
   int64_t fusion_threshold_bytes = 0;
   double cycle_time_ms = 0.0;
-  bool shm_allreduce = false;  // the algorithm: shared memory where it applies, else MPI only
+  // Index into the backend's allreduce algorithms (the same list on every
+  // rank); 0 is the one in use at the start.
+  int algorithm = 0;
 
   bool operator==(const TuningSettings& other) const {
     return fusion_threshold_bytes == other.fusion_threshold_bytes && cycle_time_ms == other.cycle_time_ms &&
-           shm_allreduce == other.shm_allreduce;
+           algorithm == other.algorithm;
   }
   bool operator!=(const TuningSettings& other) const { return !(*this == other); }
 };
 
-// "shm" or "mpi".
-const char* algorithm_name(bool shm_allreduce);
-// "fusion threshold 8388608 bytes, cycle time 2.5 ms, algorithm shm".
-std::string describe(const TuningSettings& settings);
-
 class TuningSpace {
  public:
-  // `shm_active`: this job runs the shared-memory allreduce (all ranks on
-  // one host, CHORUS_SHM_ALLREDUCE auto or on). The algorithm is a choice
-  // only then, in auto mode, and when the user set neither variable.
-  TuningSpace(const Config& config, bool shm_active);
+  // `algorithms`: the allreduce algorithms host memory's backend can switch
+  // between, the one in use first (Backend::allreduce_algorithms).
+  TuningSpace(const Config& config, std::vector<std::string> algorithms);
 
   std::vector<SearchDimension> dimensions() const;
   // The settings in effect at init().
@@ -52,12 +50,17 @@ class TuningSpace {
   TuningSettings settings_at(const SearchPoint& point) const;
   bool tunes_fusion_threshold() const { return thresholds_.size() > 1; }
   bool tunes_cycle_time() const { return cycle_times_.size() > 1; }
-  bool tunes_algorithm() const { return algorithms_.size() > 1; }
+  bool tunes_algorithm() const { return searched_algorithms_ > 1; }
+  // The name of algorithm `index` ("shm").
+  const std::string& algorithm_name(int index) const { return algorithms_.at(static_cast<size_t>(index)); }
+  // "fusion threshold 8388608 bytes, cycle time 2.5 ms, algorithm shm".
+  std::string describe(const TuningSettings& settings) const;
 
  private:
   std::vector<int64_t> thresholds_;
   std::vector<double> cycle_times_;
-  std::vector<bool> algorithms_;
+  std::vector<std::string> algorithms_;
+  size_t searched_algorithms_ = 1;  // the first ones of algorithms_
   SearchPoint start_;
 };
 

@@ -39,8 +39,9 @@ bool marks_steps(Response::Type type) {
 
 }  // namespace
 
-Status Autotuner::create(const Config& config, bool shm_active, int rank, std::unique_ptr<Autotuner>* out) {
-  std::unique_ptr<Autotuner> tuner(new Autotuner(config, shm_active, rank));
+Status Autotuner::create(const Config& config, const std::vector<std::string>& algorithms, int rank,
+                         std::unique_ptr<Autotuner>* out) {
+  std::unique_ptr<Autotuner> tuner(new Autotuner(config, algorithms, rank));
   if (rank == 0) {
     SearchOptions options;
     options.seed = kSearchSeed;
@@ -64,9 +65,9 @@ Status Autotuner::create(const Config& config, bool shm_active, int rank, std::u
   return Status::OK();
 }
 
-Autotuner::Autotuner(const Config& config, bool shm_active, int rank)
+Autotuner::Autotuner(const Config& config, const std::vector<std::string>& algorithms, int rank)
     : rank_(rank),
-      space_(config, shm_active),
+      space_(config, algorithms),
       warmup_steps_(config.autotune_warmup_steps),
       steps_per_sample_(config.autotune_steps_per_sample),
       min_sample_seconds_(config.autotune_min_sample_ms / 1000.0) {}
@@ -84,7 +85,7 @@ std::optional<TuningSettings> Autotuner::receive(const std::vector<uint64_t>& wo
   CHORUS_LOG(kDebug, "autotune: cycle " << cycle << " applies generation " << message.generation << " ("
                                         << (message.frozen ? std::string("frozen")
                                                            : "sample " + std::to_string(message.generation - 1))
-                                        << "): " << describe(message.settings));
+                                        << "): " << space_.describe(message.settings));
   return message.settings;
 }
 
@@ -137,7 +138,7 @@ void Autotuner::finish_sample(double bytes_per_second) {
     return;
   }
   const bool best = search_->samples().back().best;
-  CHORUS_LOG(kDebug, "autotune: sample " << sample << " (" << search_kind_name(kind) << "): " << describe(measured)
+  CHORUS_LOG(kDebug, "autotune: sample " << sample << " (" << search_kind_name(kind) << "): " << space_.describe(measured)
                                          << ": " << bytes_per_second << " bytes/s" << (best ? " (best so far)" : ""));
   log_row(sample, search_kind_name(kind), measured, bytes_per_second, best);
   if (search_->done()) {
@@ -161,10 +162,10 @@ void Autotuner::freeze(const std::string& why) {
   const LogLevel level = search_->done() ? LogLevel::kInfo : LogLevel::kWarning;
   if (level >= log_level()) {
     std::ostringstream message;
-    message << "autotune: done " << why << "; keeping " << describe(kept) << " (estimated " << estimate
+    message << "autotune: done " << why << "; keeping " << space_.describe(kept) << " (estimated " << estimate
             << " bytes/s)";
     if (start) {
-      message << "; the best measured, " << describe(space_.settings_at(search_->best()))
+      message << "; the best measured, " << space_.describe(space_.settings_at(search_->best()))
               << ", was not clearly better than the start";
     }
     log_message(level, message.str());
@@ -174,7 +175,7 @@ void Autotuner::freeze(const std::string& why) {
 }
 
 void Autotuner::log_row(size_t sample, const char* kind, const TuningSettings& settings, double score, bool best) {
-  const Status written = log_.row(sample, kind, settings, score, best);
+  const Status written = log_.row(sample, kind, settings, space_.algorithm_name(settings.algorithm), score, best);
   if (!written.ok()) CHORUS_LOG(kWarning, written.message());
 }
 

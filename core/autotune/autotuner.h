@@ -48,9 +48,10 @@ class Autotuner {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `shm_active`: see TuningSpace. Rank 0 opens CHORUS_AUTOTUNE_LOG here (an
+  // `algorithms`: see TuningSpace. Rank 0 opens CHORUS_AUTOTUNE_LOG here (an
   // unwritable path is an error naming it) and publishes the start setting.
-  static Status create(const Config& config, bool shm_active, int rank, std::unique_ptr<Autotuner>* out);
+  static Status create(const Config& config, const std::vector<std::string>& algorithms, int rank,
+                       std::unique_ptr<Autotuner>* out);
 
   // The words this rank puts into the cycle's negotiation (zeros except on rank 0).
   std::vector<uint64_t> words() const;
@@ -65,7 +66,7 @@ class Autotuner {
   const TuningSpace& space() const { return space_; }
 
  private:
-  Autotuner(const Config& config, bool shm_active, int rank);
+  Autotuner(const Config& config, const std::vector<std::string>& algorithms, int rank);
   void on_step_boundary(Clock::time_point now);
   void finish_sample(double bytes_per_second);
   void publish(const TuningSettings& settings, bool frozen);

@@ -3,7 +3,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 
 #include "runtime/fusion_planner.h"
@@ -32,7 +31,7 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
     local = runtime->timeline_.open(config.timeline_path);
   }
   if (local.ok() && config.autotune) {
-    local = Autotuner::create(config, runtime->comm_->shm_allreduce_active(), runtime->topology().rank,
+    local = Autotuner::create(config, runtime->comm_->allreduce_algorithms(), runtime->topology().rank,
                               &runtime->autotuner_);
   }
   // Rank 0's timeline or autotune log may be unwritable: the same again.
@@ -142,7 +141,7 @@ Status Runtime::run_cycle(bool* stop) {
     // Every rank gets rank 0's words in the same cycle, so every rank plans
     // this cycle's fusion (and routes its allreduces) with the same setting.
     if (auto settings = autotuner_->receive(controller_.coordinator_words(), controller_.stats().cycles)) {
-      apply(*settings);
+      CHORUS_RETURN_IF_ERROR(apply(*settings));
     }
   }
   CHORUS_LOG(kTrace, "cycle: " << responses.size() << " responses");
@@ -170,13 +169,10 @@ Status Runtime::run_cycle(bool* stop) {
   return Status::OK();
 }
 
-void Runtime::apply(const TuningSettings& settings) {
+Status Runtime::apply(const TuningSettings& settings) {
   fusion_threshold_bytes_ = settings.fusion_threshold_bytes;
   comm_->trigger()->set_min_interval_ms(settings.cycle_time_ms);
-  // MPI only: no size reaches the threshold (the float16/bfloat16 cases
-  // that the selection sends to shared memory at any size still go there).
-  comm_->set_shm_allreduce_threshold(settings.shm_allreduce ? config_.shm_allreduce_threshold_bytes
-                                                            : std::numeric_limits<int64_t>::max());
+  return comm_->use_allreduce_algorithm(autotuner_->space().algorithm_name(settings.algorithm));
 }
 
 void Runtime::stop_for(const Response& shutdown) {

@@ -73,7 +73,7 @@ class Runtime {
   void stop_for(const Response& shutdown);
   void fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for);
   // The autotuner's setting, from this cycle on (background thread).
-  void apply(const TuningSettings& settings);
+  Status apply(const TuningSettings& settings);
 
   Config config_;
   // CHORUS_FUSION_THRESHOLD, or the autotuner's current choice.

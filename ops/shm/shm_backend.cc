@@ -1,5 +1,7 @@
 #include "ops/shm/shm_backend.h"
 
+#include <limits>
+
 namespace chorus {
 
 ShmBackend::ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
@@ -7,7 +9,19 @@ ShmBackend::ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_pt
     : ForwardingBackend(std::move(fallback)),
       group_(std::move(group)),
       shm_(group_.get(), chunk_bytes),
-      selection_(selection) {}
+      selection_(selection),
+      configured_threshold_(selection.threshold_bytes) {}
+
+Status ShmBackend::use_allreduce_algorithm(const std::string& algorithm) {
+  if (algorithm == "shm") {
+    selection_.threshold_bytes = configured_threshold_;
+  } else if (algorithm == "mpi") {
+    selection_.threshold_bytes = std::numeric_limits<int64_t>::max();
+  } else {
+    return HostCollectives::use_allreduce_algorithm(algorithm);
+  }
+  return Status::OK();
+}
 
 bool ShmBackend::takes(int64_t count, DataType dtype, ReduceOp op) const {
   // Invalid dtypes and counts go to MPI, whose checks name them.

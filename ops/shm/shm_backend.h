@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ops/forwarding_backend.h"
@@ -32,11 +33,11 @@ class ShmBackend : public ForwardingBackend {
   Status allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
                           double factor) override;
   const ShmAllreduceSelection& selection() const { return selection_; }
-  // The autotuner's algorithm choice: the auto-mode threshold from which
-  // allreduces take shared memory (INT64_MAX: MPI only, except the
-  // float16/bfloat16 cases selection_ always sends to shared memory). Called
-  // on the background thread between cycles, identically on every rank.
-  void set_selection_threshold(int64_t bytes) { selection_.threshold_bytes = bytes; }
+  // "shm": shared memory for the allreduces the selection picks (the
+  // configured threshold); "mpi": MPI for all of them, except the
+  // float16/bfloat16 cases the selection always sends to shared memory.
+  std::vector<std::string> allreduce_algorithms() const override { return {"shm", "mpi"}; }
+  Status use_allreduce_algorithm(const std::string& algorithm) override;
 
  private:
   bool takes(int64_t count, DataType dtype, ReduceOp op) const;
@@ -44,6 +45,7 @@ class ShmBackend : public ForwardingBackend {
   std::unique_ptr<ShmGroup> group_;
   ShmAllreduce shm_;
   ShmAllreduceSelection selection_;
+  int64_t configured_threshold_;  // "shm"'s
 };
 
 }  // namespace chorus

@@ -100,7 +100,7 @@ TEST(AutotuneConfig, RemembersWhichVariablesWereSet) {
 }
 
 TEST(TuningSpace, GridsWhenNothingIsSet) {
-  const TuningSpace space(config_from({}), /*shm_active=*/true);
+  const TuningSpace space(config_from({}), {"shm", "mpi"});
   const auto dims = space.dimensions();
   ASSERT_EQ(dims.size(), 3u);
   ASSERT_EQ(dims[0].coordinates.size(), 15u);  // 1 MiB .. 128 MiB, half octaves
@@ -113,34 +113,37 @@ TEST(TuningSpace, GridsWhenNothingIsSet) {
   EXPECT_EQ(space.settings_at({1, 0, 0}).fusion_threshold_bytes, std::llround(std::pow(2.0, 20.5)));
   EXPECT_EQ(space.settings_at({14, 20, 1}).fusion_threshold_bytes, 128 << 20);
   EXPECT_EQ(space.settings_at({14, 20, 1}).cycle_time_ms, 10.0);
-  EXPECT_FALSE(space.settings_at({14, 20, 1}).shm_allreduce);
+  EXPECT_EQ(space.algorithm_name(space.settings_at({14, 20, 1}).algorithm), "mpi");
   EXPECT_NEAR(dims[0].coordinates[2], 1.0 / 7.0, 1e-12);  // log scale: 2 MiB is 1/7 of the way
   // The start is the defaults: 64 MiB, 0 ms, shared memory.
   const TuningSettings start = space.settings_at(space.start());
-  EXPECT_EQ(start, (TuningSettings{64 << 20, 0.0, true}));
+  EXPECT_EQ(start, (TuningSettings{64 << 20, 0.0, 0}));
+  EXPECT_EQ(space.describe(start), "fusion threshold 67108864 bytes, cycle time 0 ms, algorithm shm");
 }
 
 TEST(TuningSpace, ExplicitSettingsAreFixed) {
   const TuningSpace space(config_from({{"CHORUS_FUSION_THRESHOLD", "3000000"}, {"CHORUS_CYCLE_TIME_MS", "2.3"}}),
-                          true);
+                          {"shm", "mpi"});
   const auto dims = space.dimensions();
   EXPECT_EQ(dims[0].coordinates, std::vector<double>{0.0});
   EXPECT_EQ(dims[1].coordinates, std::vector<double>{0.0});
   EXPECT_EQ(dims[2].coordinates.size(), 2u);
   EXPECT_FALSE(space.tunes_fusion_threshold());
   EXPECT_FALSE(space.tunes_cycle_time());
-  EXPECT_EQ(space.settings_at({0, 0, 1}), (TuningSettings{3000000, 2.3, false}));
+  EXPECT_EQ(space.settings_at({0, 0, 1}), (TuningSettings{3000000, 2.3, 1}));
 
   for (const auto& env : std::vector<std::map<std::string, std::string>>{
-           {{"CHORUS_SHM_ALLREDUCE", "auto"}}, {{"CHORUS_SHM_ALLREDUCE_THRESHOLD", "65536"}}}) {
-    const TuningSpace fixed(config_from(env), true);
+           {{"CHORUS_SHM_ALLREDUCE", "auto"}}, {{"CHORUS_SHM_ALLREDUCE_THRESHOLD", "65536"}},
+           {{"CHORUS_HIERARCHICAL_ALLREDUCE", "auto"}}}) {
+    const TuningSpace fixed(config_from(env), {"shm", "mpi"});
     EXPECT_FALSE(fixed.tunes_algorithm());
-    EXPECT_TRUE(fixed.settings_at(fixed.start()).shm_allreduce);
+    EXPECT_EQ(fixed.dimensions()[2].coordinates.size(), 1u);
+    EXPECT_EQ(fixed.algorithm_name(fixed.settings_at(fixed.start()).algorithm), "shm");
   }
-  // No shared memory in this job (several hosts, or off): MPI, fixed.
-  const TuningSpace mpi_only(config_from({}), false);
+  // A backend with one algorithm (several hosts, or shared memory off): fixed.
+  const TuningSpace mpi_only(config_from({}), {"mpi"});
   EXPECT_FALSE(mpi_only.tunes_algorithm());
-  EXPECT_FALSE(mpi_only.settings_at(mpi_only.start()).shm_allreduce);
+  EXPECT_EQ(mpi_only.algorithm_name(mpi_only.settings_at(mpi_only.start()).algorithm), "mpi");
 }
 
 TEST(TuningSpace, AStartOffTheGridIsAddedToIt) {
@@ -149,17 +152,17 @@ TEST(TuningSpace, AStartOffTheGridIsAddedToIt) {
   Config config = config_from({});
   config.fusion_threshold_bytes = 5000000;
   config.cycle_time_ms = 0.25;
-  const TuningSpace space(config, false);
+  const TuningSpace space(config, {"mpi"});
   EXPECT_EQ(space.dimensions()[0].coordinates.size(), 16u);
   EXPECT_EQ(space.dimensions()[1].coordinates.size(), 22u);
-  EXPECT_EQ(space.settings_at(space.start()), (TuningSettings{5000000, 0.25, false}));
+  EXPECT_EQ(space.settings_at(space.start()), (TuningSettings{5000000, 0.25, 0}));
 }
 
 TEST(TuningMessage, RoundTripsExactly) {
   TuningMessage m;
   m.generation = 42;
   m.frozen = true;
-  m.settings = {123456789, 2.3, true};
+  m.settings = {123456789, 2.3, 3};
   const auto words = m.encode();
   ASSERT_EQ(words.size(), TuningMessage::kWords);
   const TuningMessage back = TuningMessage::decode(words);
@@ -167,10 +170,10 @@ TEST(TuningMessage, RoundTripsExactly) {
   EXPECT_TRUE(back.frozen);
   EXPECT_EQ(back.settings, m.settings);  // the double's exact bits
   m.frozen = false;
-  m.settings.shm_allreduce = false;
+  m.settings.algorithm = 0;
   const TuningMessage again = TuningMessage::decode(m.encode());
   EXPECT_FALSE(again.frozen);
-  EXPECT_FALSE(again.settings.shm_allreduce);
+  EXPECT_EQ(again.settings.algorithm, 0);
   EXPECT_EQ(TuningMessage::decode({}).generation, 0u);  // nothing published
 }
 
@@ -182,9 +185,9 @@ TEST(AutotuneLog, WritesTheHeaderAndOneRowPerCall) {
   {
     AutotuneLog log;
     ASSERT_TRUE(log.open(path).ok());
-    ASSERT_TRUE(log.row(0, "start", {64 << 20, 0.0, true}, 1.5e9, true).ok());
-    ASSERT_TRUE(log.row(1, "random", {2965821, 7.5, false}, 9.87654321e8, false).ok());
-    ASSERT_TRUE(log.row(2, "frozen", {64 << 20, 2.3, true}, 1.5e9, true).ok());
+    ASSERT_TRUE(log.row(0, "start", {64 << 20, 0.0, 0}, "shm", 1.5e9, true).ok());
+    ASSERT_TRUE(log.row(1, "random", {2965821, 7.5, 1}, "mpi", 9.87654321e8, false).ok());
+    ASSERT_TRUE(log.row(2, "frozen", {64 << 20, 2.3, 0}, "shm", 1.5e9, true).ok());
   }
   std::ifstream in(path);
   std::stringstream text;
@@ -204,7 +207,7 @@ TEST(AutotuneLog, UnwritablePathIsAnErrorNamingIt) {
   EXPECT_EQ(status.message(),
             "CHORUS_AUTOTUNE_LOG: cannot open '/nonexistent-dir/at.csv' for writing: No such file or directory");
   EXPECT_FALSE(log.enabled());
-  EXPECT_TRUE(log.row(0, "start", {}, 0.0, false).ok());  // a closed log writes nothing
+  EXPECT_TRUE(log.row(0, "start", {}, "shm", 0.0, false).ok());  // a closed log writes nothing
 }
 
 TEST(AutotuneLog, AFailedWriteIsAnErrorNamingThePath) {

@@ -43,11 +43,16 @@ const std::vector<std::vector<Response>> kStep = {
     {allreduce("grad.a", 1 << 20), allreduce("grad.b", 3 << 20)}, {allreduce("grad.c", 2 << 20)}};
 constexpr double kStepBytes = 6.0 * (1 << 20) * 4;
 
-// Seconds per step under `s`: best at 8 MiB, 2 ms, shared memory.
+// The host backend's algorithms on one host, and on several hosts (MPI only).
+const std::vector<std::string> kOneHost = {"shm", "mpi"};
+const std::vector<std::string> kMpiOnly = {"mpi"};
+constexpr int kShm = 0;  // index into kOneHost
+
+// Seconds per step under `s` (on one host): best at 8 MiB, 2 ms, shared memory.
 double step_seconds(const TuningSettings& s) {
   const double log2_mib = std::log2(static_cast<double>(s.fusion_threshold_bytes) / (1 << 20));
   return 0.1 * (1.0 + 0.05 * (log2_mib - 3) * (log2_mib - 3) + 0.02 * (s.cycle_time_ms - 2) * (s.cycle_time_ms - 2) +
-                (s.shm_allreduce ? 0.0 : 0.3));
+                (s.algorithm == kShm ? 0.0 : 0.3));
 }
 
 struct Applied {
@@ -66,14 +71,14 @@ struct SimulatedRun {
 // (start-up effects the warm-up must hide).
 // In every `spike_every`-th step (if > 0) the first cycle takes 9x longer:
 // another process took the core.
-SimulatedRun simulate(const Config& config, bool shm_active, int steps, int slow_steps = 0, double time_scale = 1.0,
+SimulatedRun simulate(const Config& config, const std::vector<std::string>& algorithms, int steps, int slow_steps = 0, double time_scale = 1.0,
                       int spike_every = 0) {
   std::unique_ptr<Autotuner> rank0, rank1;
-  EXPECT_TRUE(Autotuner::create(config, shm_active, 0, &rank0).ok());
-  EXPECT_TRUE(Autotuner::create(config, shm_active, 1, &rank1).ok());
+  EXPECT_TRUE(Autotuner::create(config, algorithms, 0, &rank0).ok());
+  EXPECT_TRUE(Autotuner::create(config, algorithms, 1, &rank1).ok());
   SimulatedRun run;
   if (!rank0 || !rank1) return run;
-  TuningSettings current{config.fusion_threshold_bytes, config.cycle_time_ms, shm_active};
+  TuningSettings current{config.fusion_threshold_bytes, config.cycle_time_ms, 0};
   Clock::time_point now = Clock::time_point{} + std::chrono::hours(1);
   uint64_t cycle = 0;
   for (int step = 0; step < steps; ++step) {
@@ -126,7 +131,7 @@ std::vector<Row> read_csv(const std::string& path) {
     std::stringstream fields(line);
     std::string f[7];
     for (auto& field : f) std::getline(fields, field, ',');
-    rows.push_back({std::stoul(f[0]), f[1], {std::stoll(f[2]), std::stod(f[3]), f[4] == "shm"}, std::stod(f[5]),
+    rows.push_back({std::stoul(f[0]), f[1], {std::stoll(f[2]), std::stod(f[3]), f[4] == "shm" ? kShm : 1}, std::stod(f[5]),
                     f[6] == "1"});
   }
   return rows;
@@ -162,7 +167,7 @@ class AutotunerTest : public ::testing::Test {
 };
 
 TEST_F(AutotunerTest, RanksAgreeScoresAreExactAndTheBestIsKept) {
-  const SimulatedRun run = simulate(config(), /*shm_active=*/true, 200, /*slow_steps=*/3);
+  const SimulatedRun run = simulate(config(), kOneHost, 200, /*slow_steps=*/3);
   ASSERT_TRUE(run.frozen);
   const std::vector<Row> rows = read_csv(path_);
   ASSERT_EQ(rows.size(), 17u);  // 16 samples and the frozen setting
@@ -175,7 +180,7 @@ TEST_F(AutotunerTest, RanksAgreeScoresAreExactAndTheBestIsKept) {
     EXPECT_EQ(run.applied[i].settings, rows[i].settings) << "sample " << i;
   }
   EXPECT_EQ(rows[0].kind, "start");
-  EXPECT_EQ(rows[0].settings, (TuningSettings{64 << 20, 0.0, true}));
+  EXPECT_EQ(rows[0].settings, (TuningSettings{64 << 20, 0.0, kShm}));
   EXPECT_EQ(rows.back().kind, "frozen");
   EXPECT_TRUE(rows.back().best);
   EXPECT_EQ(run.final_settings, rows.back().settings);
@@ -190,7 +195,7 @@ TEST_F(AutotunerTest, RanksAgreeScoresAreExactAndTheBestIsKept) {
   // The search found the best of the cost model within its budget: 8 MiB
   // and shared memory, the cycle time within one step of 2 ms.
   EXPECT_EQ(rows.back().settings.fusion_threshold_bytes, 8 << 20);
-  EXPECT_TRUE(rows.back().settings.shm_allreduce);
+  EXPECT_EQ(rows.back().settings.algorithm, kShm);
   EXPECT_NEAR(rows.back().settings.cycle_time_ms, 2.0, 0.5);
   EXPECT_GE(kStepBytes / step_seconds(rows.back().settings), 0.99 * kStepBytes / 0.1);
 
@@ -204,7 +209,7 @@ TEST_F(AutotunerTest, SlowStepsCount) {
   // One step in 7 has a first cycle 9x longer (a setting can cause such
   // steps: waits, wake-ups): the score is the bytes over all of the
   // window's time, so it includes them.
-  const SimulatedRun run = simulate(config(), true, 300, 0, 1.0, 7);
+  const SimulatedRun run = simulate(config(), kOneHost, 300, 0, 1.0, 7);
   ASSERT_TRUE(run.frozen);
   const std::vector<Row> rows = read_csv(path_);
   ASSERT_EQ(rows.size(), 17u);
@@ -221,33 +226,33 @@ TEST_F(AutotunerTest, SlowStepsCount) {
 
 TEST_F(AutotunerTest, ExplicitSettingsNeverChange) {
   const SimulatedRun run =
-      simulate(config({{"CHORUS_FUSION_THRESHOLD", "4194304"}, {"CHORUS_SHM_ALLREDUCE", "auto"}}), true, 200);
+      simulate(config({{"CHORUS_FUSION_THRESHOLD", "4194304"}, {"CHORUS_SHM_ALLREDUCE", "auto"}}), kOneHost, 200);
   ASSERT_TRUE(run.frozen);
   std::set<double> cycle_times;
   for (const Applied& a : run.applied) {
     EXPECT_EQ(a.settings.fusion_threshold_bytes, 4194304);
-    EXPECT_TRUE(a.settings.shm_allreduce);
+    EXPECT_EQ(a.settings.algorithm, kShm);
     cycle_times.insert(a.settings.cycle_time_ms);
   }
   EXPECT_GT(cycle_times.size(), 3u);  // the free dimension was searched
   for (const Row& row : read_csv(path_)) {
     EXPECT_EQ(row.settings.fusion_threshold_bytes, 4194304);
-    EXPECT_TRUE(row.settings.shm_allreduce);
+    EXPECT_EQ(row.settings.algorithm, kShm);
   }
   EXPECT_NEAR(run.final_settings.cycle_time_ms, 2.0, 0.5);
 }
 
 TEST_F(AutotunerTest, WithoutSharedMemoryTheAlgorithmStaysMpi) {
-  const SimulatedRun run = simulate(config(), /*shm_active=*/false, 200);
+  const SimulatedRun run = simulate(config(), kMpiOnly, 200);
   ASSERT_TRUE(run.frozen);
-  for (const Applied& a : run.applied) EXPECT_FALSE(a.settings.shm_allreduce);
+  for (const Applied& a : run.applied) EXPECT_EQ(a.settings.algorithm, 0);  // "mpi", the only one
   EXPECT_EQ(run.final_settings.fusion_threshold_bytes, 8 << 20);
 }
 
 TEST_F(AutotunerTest, TinyStepsAreMeasuredForTheMinimumDuration) {
   // Steps of 1-4 ms: each sample needs >= 50 ms, i.e. a dozen steps or
   // more, not 4.
-  const SimulatedRun run = simulate(config({{"CHORUS_AUTOTUNE_MIN_SAMPLE_MS", "50"}}), true, 5000, 0, 0.01);
+  const SimulatedRun run = simulate(config({{"CHORUS_AUTOTUNE_MIN_SAMPLE_MS", "50"}}), kOneHost, 5000, 0, 0.01);
   ASSERT_TRUE(run.frozen);
   const auto rows = read_csv(path_);
   ASSERT_EQ(rows.size(), 17u);
@@ -266,7 +271,7 @@ TEST_F(AutotunerTest, TinyStepsAreMeasuredForTheMinimumDuration) {
 
 TEST_F(AutotunerTest, NoRepeatedNamesMeansNoStepsAndNoChange) {
   std::unique_ptr<Autotuner> tuner;
-  ASSERT_TRUE(Autotuner::create(config(), true, 0, &tuner).ok());
+  ASSERT_TRUE(Autotuner::create(config(), kOneHost, 0, &tuner).ok());
   Clock::time_point now{};
   for (uint64_t cycle = 1; cycle <= 100; ++cycle) {
     const auto applied = tuner->receive(tuner->words(), cycle);
@@ -279,20 +284,20 @@ TEST_F(AutotunerTest, NoRepeatedNamesMeansNoStepsAndNoChange) {
 }
 
 TEST_F(AutotunerTest, ASingleSampleFreezesTheStart) {
-  const SimulatedRun run = simulate(config({{"CHORUS_AUTOTUNE_SAMPLES", "1"}}), true, 20);
+  const SimulatedRun run = simulate(config({{"CHORUS_AUTOTUNE_SAMPLES", "1"}}), kOneHost, 20);
   ASSERT_TRUE(run.frozen);
   const auto rows = read_csv(path_);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1].kind, "frozen");
-  EXPECT_EQ(rows[1].settings, (TuningSettings{64 << 20, 0.0, true}));
+  EXPECT_EQ(rows[1].settings, (TuningSettings{64 << 20, 0.0, kShm}));
 }
 
 TEST_F(AutotunerTest, UnwritableLogFailsCreationOnRankZeroOnly) {
   std::unique_ptr<Autotuner> tuner;
   const Config bad = config({{"CHORUS_AUTOTUNE_LOG", "/nonexistent-dir/x.csv"}});
-  EXPECT_EQ(Autotuner::create(bad, true, 0, &tuner).message(),
+  EXPECT_EQ(Autotuner::create(bad, kOneHost, 0, &tuner).message(),
             "CHORUS_AUTOTUNE_LOG: cannot open '/nonexistent-dir/x.csv' for writing: No such file or directory");
-  EXPECT_TRUE(Autotuner::create(bad, true, 1, &tuner).ok());
+  EXPECT_TRUE(Autotuner::create(bad, kOneHost, 1, &tuner).ok());
 }
 
 }  // namespace
