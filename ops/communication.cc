@@ -9,6 +9,7 @@
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/mpi/mpi_cycle_trigger.h"
+#include "ops/mpi/mpi_setup_channel.h"
 #include "ops/mpi/mpi_topology.h"
 #include "base/logging.h"
 #include "ops/host_transport.h"
@@ -58,7 +59,8 @@ void Communication::create_trigger(const Config& config, LocalPeers peers) {
     // whose waits check rank 0's liveness on their own.
     constexpr std::chrono::milliseconds kUnusedPeerTimeout{300'000};
     std::unique_ptr<ShmGroup> group;
-    const Status status = ShmGroup::create(mpi_->trigger_comm(), ShmCycleTrigger::data_bytes(topology_.size),
+    MpiSetupChannel channel(mpi_->trigger_comm());
+    const Status status = ShmGroup::create(channel, ShmCycleTrigger::data_bytes(topology_.size),
                                            kUnusedPeerTimeout, &group);
     if (status.ok()) {
       trigger_ = std::make_unique<ShmCycleTrigger>(std::move(group), config.cycle_time_ms, std::move(peers));
@@ -81,7 +83,8 @@ void Communication::negotiate_through_shm(const Config& config) {
   constexpr std::chrono::milliseconds kPeerTimeout{300'000};
   std::unique_ptr<ShmGroup> group;
   const size_t bytes = ShmControllerTransport::data_bytes(topology_.size, max_words);
-  const Status status = ShmGroup::create(mpi_->control_comm(), bytes, kPeerTimeout, &group);
+  MpiSetupChannel channel(mpi_->control_comm());
+  const Status status = ShmGroup::create(channel, bytes, kPeerTimeout, &group);
   if (!status.ok()) {  // the same outcome on every rank (ShmGroup::create)
     if (topology_.rank == 0) CHORUS_LOG(kWarning, "negotiating over MPI: " << status.message());
     return;

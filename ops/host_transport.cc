@@ -1,10 +1,10 @@
 #include "ops/host_transport.h"
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "base/logging.h"
+#include "ops/mpi/mpi_setup_channel.h"
 #include "ops/shm/hierarchical_backend.h"
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_backend.h"
@@ -12,15 +12,6 @@
 #include "ops/shm/shm_selection.h"
 
 namespace chorus {
-namespace {
-
-// How long a rank waits for a live peer inside one shared-memory allreduce.
-// Ranks enter a collective only after negotiation agreed on it, so a peer
-// that takes this long is stuck (e.g. stopped); a dead one is detected
-// within milliseconds.
-constexpr std::chrono::milliseconds kPeerTimeout{300'000};
-
-}  // namespace
 
 Status make_host_collectives(const Config& config, const Topology& topology, MPI_Comm comm,
                          std::unique_ptr<HostCollectives> mpi, std::unique_ptr<HostCollectives>* out) {
@@ -51,10 +42,11 @@ Status make_host_collectives(const Config& config, const Topology& topology, MPI
     *out = std::move(mpi);
     return Status::OK();
   }
-  const int64_t chunk = ShmAllreduce::kDefaultChunkBytes;
+  const ShmAllreduceOptions options;
+  MpiSetupChannel channel(comm);
   std::unique_ptr<ShmGroup> group;
   const Status status =
-      ShmGroup::create(comm, ShmAllreduce::data_bytes(topology.size, chunk), kPeerTimeout, &group);
+      ShmGroup::create(channel, ShmAllreduce::data_bytes(topology.size, options.chunk_bytes), options.peer_timeout, &group);
   if (!status.ok()) {
     if (on) return Status(status.code(), "CHORUS_SHM_ALLREDUCE='on' but " + status.message());
     if (topology.rank == 0) {
@@ -66,7 +58,7 @@ Status make_host_collectives(const Config& config, const Topology& topology, MPI
   CHORUS_LOG(kDebug, "shared-memory allreduce among " << topology.size << " ranks, mode "
                                                       << shm_allreduce_mode_name(selection.mode) << ", from "
                                                       << selection.threshold_bytes << " bytes");
-  *out = std::make_unique<ShmBackend>(std::move(mpi), std::move(group), chunk, selection);
+  *out = std::make_unique<ShmBackend>(std::move(mpi), std::move(group), options, selection);
   return Status::OK();
 }
 

@@ -1,5 +1,7 @@
 #include "ops/shm/hierarchical_allreduce.h"
 
+#include "ops/mpi/mpi_setup_channel.h"
+
 #include <string>
 #include <vector>
 
@@ -62,13 +64,14 @@ Status HierarchicalAllreduce::create(MPI_Comm comm, int host, int local_rank,
   Status mine = h->types_.create();
   if (mine.ok()) {
     h->cross_ = std::make_unique<MpiBackend>(h->cross_comm_, &h->types_);
-    mine = ShmGroup::create(h->local_comm_, ShmAllreduce::data_bytes(h->local_size_, options.chunk_bytes),
-                            options.peer_timeout, &h->group_);
+    MpiSetupChannel on_host(h->local_comm_);
+    mine = ShmGroup::create(on_host, ShmAllreduce::data_bytes(h->local_size_, options.chunk_bytes), options.peer_timeout,
+                            &h->group_);
   }
   // ShmGroup agrees within a host; the hosts must agree with each other too,
   // or some would run this algorithm while others wait in another.
   CHORUS_RETURN_IF_ERROR(agree(comm, mine, "setting up shared memory"));
-  h->shm_ = std::make_unique<ShmAllreduce>(h->group_.get(), options.chunk_bytes);
+  h->shm_ = std::make_unique<ShmAllreduce>(h->group_.get(), ShmAllreduceOptions{options.chunk_bytes, options.peer_timeout});
   *out = std::move(h);
   return Status::OK();
 }

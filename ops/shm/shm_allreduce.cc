@@ -57,7 +57,9 @@ size_t ShmAllreduce::data_bytes(int ranks, int64_t chunk_bytes) {
   return static_cast<size_t>(kStages) * static_cast<size_t>(ranks) * static_cast<size_t>(chunk_bytes);
 }
 
-ShmAllreduce::ShmAllreduce(ShmGroup* group, int64_t chunk_bytes) : group_(group), chunk_bytes_(chunk_bytes) {
+ShmAllreduce::ShmAllreduce(ShmGroup* group, const ShmAllreduceOptions& options)
+    : group_(group), chunk_bytes_(options.chunk_bytes) {
+  const int64_t chunk_bytes = options.chunk_bytes;
   if (chunk_bytes <= 0 || chunk_bytes % 128 != 0) {
     broken_ = Status::InvalidArgument("ShmAllreduce: chunk size must be a positive multiple of 128 bytes, got " +
                                       std::to_string(chunk_bytes));

@@ -59,6 +59,7 @@
 // so peers waiting for it fail at once instead of at the timeout.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -71,17 +72,24 @@
 
 namespace chorus {
 
+struct ShmAllreduceOptions {
+  // Bytes per rank per chunk, a positive multiple of 128: a few stages of
+  // every rank's slots fit in the caches.
+  int64_t chunk_bytes = 256 << 10;
+  // How long a rank waits for a live peer (the group's ShmSignals); a dead
+  // one is an error within milliseconds. Ranks enter a collective only after
+  // negotiation agreed on it, so a peer this late is stuck (stopped, say).
+  std::chrono::milliseconds peer_timeout{300'000};
+};
+
 class ShmAllreduce {
  public:
-  // Bytes per rank per chunk: a few stages of every rank's slots fit in the
-  // caches.
-  static constexpr int64_t kDefaultChunkBytes = 256 << 10;
   // The data area a group needs for `ranks` ranks and `chunk_bytes` chunks.
   static size_t data_bytes(int ranks, int64_t chunk_bytes);
 
-  // `group` must outlive this and have at least data_bytes() of data.
-  // chunk_bytes: a positive multiple of 128.
-  ShmAllreduce(ShmGroup* group, int64_t chunk_bytes = kDefaultChunkBytes);
+  // `group` must outlive this and have at least data_bytes() of data for
+  // the options' chunk size.
+  explicit ShmAllreduce(ShmGroup* group, const ShmAllreduceOptions& options = {});
   virtual ~ShmAllreduce() = default;
 
   // Runs on this rank's reduced share of each chunk before it is published

@@ -4,11 +4,11 @@
 
 namespace chorus {
 
-ShmBackend::ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
+ShmBackend::ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, const ShmAllreduceOptions& options,
                        const ShmAllreduceSelection& selection)
     : ForwardingBackend(std::move(fallback)),
       group_(std::move(group)),
-      shm_(group_.get(), chunk_bytes),
+      shm_(group_.get(), options),
       selection_(selection),
       configured_threshold_(selection.threshold_bytes) {}
 

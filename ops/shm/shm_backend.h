@@ -17,7 +17,7 @@ namespace chorus {
 
 class ShmBackend : public ForwardingBackend {
  public:
-  ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, int64_t chunk_bytes,
+  ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, const ShmAllreduceOptions& options,
              const ShmAllreduceSelection& selection);
 
   const char* name() const override { return "shm"; }

@@ -33,33 +33,13 @@ struct Announcement {
 
 size_t round_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 
-// Every rank's `ok`; OK when all are true, otherwise an error naming the
-// failed ranks (a failed rank reports its own `mine` instead).
-Status agree(MPI_Comm comm, int rank, const Status& mine, const std::string& step) {
-  const int ok = mine.ok() ? 1 : 0;
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  std::vector<int> all(static_cast<size_t>(size), 0);
-  const int rc = MPI_Allgather(&ok, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
-  if (rc != MPI_SUCCESS) return Status::Internal("MPI_Allgather (shared-memory setup) failed");
-  if (!mine.ok()) return mine;
-  std::string failed;
-  for (int r = 0; r < size; ++r) {
-    if (all[static_cast<size_t>(r)] == 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
-  }
-  if (failed.empty()) return Status::OK();
-  return Status::Aborted("Shared memory could not be set up: " + step + " failed on rank(s) [" + failed +
-                         "] (their own error says why), so rank " + std::to_string(rank) +
-                         " does not use it either");
-}
-
 }  // namespace
 
-Status ShmGroup::create(MPI_Comm comm, size_t data_bytes, std::chrono::milliseconds timeout,
+Status ShmGroup::create(SetupChannel& channel, size_t data_bytes, std::chrono::milliseconds timeout,
                         std::unique_ptr<ShmGroup>* out) {
   std::unique_ptr<ShmGroup> group(new ShmGroup());
-  MPI_Comm_rank(comm, &group->rank_);
-  MPI_Comm_size(comm, &group->size_);
+  group->rank_ = channel.rank();
+  group->size_ = channel.size();
   const int rank = group->rank_;
   const size_t signal_bytes = ShmSignals::bytes(group->size_);
   const size_t total = kHeaderBytes + round_up(signal_bytes, 128) + round_up(data_bytes, 128);
@@ -80,9 +60,7 @@ Status ShmGroup::create(MPI_Comm comm, size_t data_bytes, std::chrono::milliseco
       std::snprintf(announcement.name, sizeof(announcement.name), "%s", name.c_str());
     }
   }
-  if (MPI_Bcast(&announcement, sizeof(announcement), MPI_BYTE, 0, comm) != MPI_SUCCESS) {
-    return Status::Internal("MPI_Bcast (shared-memory setup) failed");
-  }
+  CHORUS_RETURN_IF_ERROR(channel.broadcast(&announcement, sizeof(announcement), 0));
   const std::string name = announcement.name;
   if (rank != 0 && !name.empty()) {
     mine = ShmSegment::open(name, total, &group->segment_);
@@ -99,20 +77,17 @@ Status ShmGroup::create(MPI_Comm comm, size_t data_bytes, std::chrono::milliseco
   if (mine.ok()) {
     char* base = static_cast<char*>(group->segment_->data());
     group->signals_.emplace(base + kHeaderBytes, group->size_, rank, timeout);
-    // Named by its rank in the job in error messages (MPI_COMM_WORLD: the
-    // communicators Chorus uses are duplicates or splits of it).
-    int job_rank = rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &job_rank);
-    group->signals_->set_my_identity(getpid(), job_rank);
+    // Named by its rank in the job in error messages.
+    group->signals_->set_my_identity(getpid(), channel.job_rank());
     group->data_ = base + kHeaderBytes + round_up(signal_bytes, 128);
     group->data_bytes_ = data_bytes;
   }
-  const Status mapped = agree(comm, rank, mine, "mapping the segment");
+  const Status mapped = agree_on_setup(channel, mine, "mapping the segment");
   // Every rank has mapped it (or given up): the name is no longer needed.
   Status unlinked;
   if (rank == 0 && !name.empty()) unlinked = ShmSegment::unlink(name);
   CHORUS_RETURN_IF_ERROR(mapped);  // the same outcome on every rank
-  CHORUS_RETURN_IF_ERROR(agree(comm, rank, unlinked, "unlinking the segment"));
+  CHORUS_RETURN_IF_ERROR(agree_on_setup(channel, unlinked, "unlinking the segment"));
 
   Status visible;
   for (int r = 0; r < group->size_ && visible.ok(); ++r) {
@@ -124,7 +99,7 @@ Status ShmGroup::create(MPI_Comm comm, size_t data_bytes, std::chrono::milliseco
                                  "be detected");
     }
   }
-  CHORUS_RETURN_IF_ERROR(agree(comm, rank, visible, "checking the peers' pids"));
+  CHORUS_RETURN_IF_ERROR(agree_on_setup(channel, visible, "checking the peers' pids"));
   *out = std::move(group);
   return Status::OK();
 }

@@ -1,8 +1,8 @@
-// ShmGroup: the ranks of one MPI communicator, all on one host, sharing one
+// ShmGroup: the ranks of one setup channel, all on one host, sharing one
 // segment: a header that proves every rank mapped the same memory, the
 // control block (ShmSignals) and a data area for the algorithms.
 //
-// Setting it up (collective over the communicator, at init):
+// Setting it up (collective over the channel, at init):
 //   1. rank 0 removes stale segments of dead jobs, creates a segment with a
 //      fresh name and writes a random token into its header;
 //   2. rank 0 broadcasts the name and token; the others map the segment and
@@ -16,14 +16,13 @@
 // shared memory is in use.
 #pragma once
 
-#include <mpi.h>
-
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
 
 #include "chorus/status.h"
+#include "ops/setup_channel.h"
 #include "ops/shm/shm_segment.h"
 #include "ops/shm/shm_signals.h"
 
@@ -33,7 +32,7 @@ class ShmGroup {
  public:
   // `data_bytes`: the data area's size. `timeout`: how long a wait for a
   // live peer may take before it is an error (see ShmSignals).
-  static Status create(MPI_Comm comm, size_t data_bytes, std::chrono::milliseconds timeout,
+  static Status create(SetupChannel& channel, size_t data_bytes, std::chrono::milliseconds timeout,
                        std::unique_ptr<ShmGroup>* out);
 
   int rank() const { return rank_; }

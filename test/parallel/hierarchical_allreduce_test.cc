@@ -19,6 +19,7 @@
 #include "ops/shm/hierarchical_allreduce.h"
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_group.h"
+#include "ops/mpi/mpi_setup_channel.h"
 #include "hierarchical_reference.h"
 
 namespace chorus_test {
@@ -168,10 +169,11 @@ TEST(ShmAllreduceFailure, AFailedStepFailsEveryPeerAtOnceWithItsReason) {
   const int failing = world_size() - 1;
   std::unique_ptr<chorus::ShmGroup> group;
   constexpr int64_t kChunk = 1024;
-  ASSERT_TRUE(chorus::ShmGroup::create(MPI_COMM_WORLD, chorus::ShmAllreduce::data_bytes(world_size(), kChunk),
+  chorus::MpiSetupChannel world(MPI_COMM_WORLD);
+  ASSERT_TRUE(chorus::ShmGroup::create(world, chorus::ShmAllreduce::data_bytes(world_size(), kChunk),
                                        std::chrono::milliseconds(300'000), &group)
                   .ok());
-  chorus::ShmAllreduce algorithm(group.get(), kChunk);
+  chorus::ShmAllreduce algorithm(group.get(), chorus::ShmAllreduceOptions{kChunk});
   int steps = 0;
   const auto step = [&](void*, int64_t) {
     return me == failing && ++steps == 3 ? Status::Internal("injected fault") : Status::OK();

@@ -25,6 +25,7 @@
 #include "ops/mpi/mpi_datatypes.h"
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_group.h"
+#include "ops/mpi/mpi_setup_channel.h"
 
 namespace chorus {
 namespace {
@@ -164,17 +165,18 @@ class ShmAllreduceTest : public ::testing::Test {
   // One group per chunk size (an instance per group, see shm_allreduce.h):
   // 128 bytes (one cache line per rank share at most), 1 KiB, and the
   // default used in production.
-  static constexpr int64_t kChunks[] = {128, 1024, ShmAllreduce::kDefaultChunkBytes};
+  static constexpr int64_t kChunks[] = {128, 1024, ShmAllreduceOptions{}.chunk_bytes};
   static constexpr int kGroups = 3;
 
   static void SetUpTestSuite() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MpiSetupChannel world(MPI_COMM_WORLD);
     for (int g = 0; g < kGroups; ++g) {
       const Status status =
-          ShmGroup::create(MPI_COMM_WORLD, ShmAllreduce::data_bytes(size_, kChunks[g]), kTimeout, &groups_[g]);
+          ShmGroup::create(world, ShmAllreduce::data_bytes(size_, kChunks[g]), kTimeout, &groups_[g]);
       ASSERT_TRUE(status.ok()) << status.to_string();
-      algorithms_[g] = std::make_unique<ShmAllreduce>(groups_[g].get(), kChunks[g]);
+      algorithms_[g] = std::make_unique<ShmAllreduce>(groups_[g].get(), ShmAllreduceOptions{kChunks[g]});
     }
   }
   static void TearDownTestSuite() {

@@ -18,6 +18,7 @@
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/shm/shm_controller_transport.h"
 #include "ops/shm/shm_group.h"
+#include "ops/mpi/mpi_setup_channel.h"
 
 namespace chorus {
 namespace {
@@ -44,7 +45,8 @@ class ShmControllerTransportTest : public ::testing::Test {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     std::unique_ptr<ShmGroup> group;
-    const Status status = ShmGroup::create(MPI_COMM_WORLD, ShmControllerTransport::data_bytes(size_, kMaxWords),
+    MpiSetupChannel world(MPI_COMM_WORLD);
+    const Status status = ShmGroup::create(world, ShmControllerTransport::data_bytes(size_, kMaxWords),
                                            std::chrono::milliseconds(60000), &group);
     ASSERT_TRUE(status.ok()) << status.to_string();
     transport_ = std::make_unique<ShmControllerTransport>(std::make_unique<MpiControllerTransport>(MPI_COMM_WORLD),

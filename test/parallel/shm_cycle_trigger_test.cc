@@ -16,6 +16,7 @@
 
 #include "ops/shm/shm_cycle_trigger.h"
 #include "ops/shm/shm_group.h"
+#include "ops/mpi/mpi_setup_channel.h"
 
 namespace chorus {
 namespace {
@@ -29,8 +30,9 @@ class ShmCycleTriggerTest : public ::testing::Test {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     std::unique_ptr<ShmGroup> group;
+    MpiSetupChannel world(MPI_COMM_WORLD);
     const Status status =
-        ShmGroup::create(MPI_COMM_WORLD, ShmCycleTrigger::data_bytes(size_), milliseconds(60000), &group);
+        ShmGroup::create(world, ShmCycleTrigger::data_bytes(size_), milliseconds(60000), &group);
     ASSERT_TRUE(status.ok()) << status.to_string();
     trigger_ = std::make_unique<ShmCycleTrigger>(std::move(group), 0.0, LocalPeers());
   }

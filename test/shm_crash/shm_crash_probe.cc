@@ -20,6 +20,7 @@
 #include "crash_report.h"
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_group.h"
+#include "ops/mpi/mpi_setup_channel.h"
 
 namespace chorus {
 namespace {
@@ -27,7 +28,7 @@ namespace {
 class KillingAllreduce : public ShmAllreduce {
  public:
   KillingAllreduce(ShmGroup* group, int64_t chunk_bytes, bool victim, int64_t fatal_chunk)
-      : ShmAllreduce(group, chunk_bytes), victim_(victim), fatal_chunk_(fatal_chunk) {}
+      : ShmAllreduce(group, ShmAllreduceOptions{chunk_bytes}), victim_(victim), fatal_chunk_(fatal_chunk) {}
 
  protected:
   void chunk_copied_in(int64_t chunk) override {
@@ -57,7 +58,8 @@ int run(int argc, char** argv) {
 
   constexpr int64_t kChunk = 4096;
   std::unique_ptr<ShmGroup> group;
-  Status status = ShmGroup::create(MPI_COMM_WORLD, ShmAllreduce::data_bytes(size, kChunk),
+  MpiSetupChannel world(MPI_COMM_WORLD);
+  Status status = ShmGroup::create(world, ShmAllreduce::data_bytes(size, kChunk),
                                    std::chrono::milliseconds(60000), &group);
   std::string failure;
   if (!status.ok()) failure = "setup failed: " + status.to_string();

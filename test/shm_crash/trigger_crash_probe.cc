@@ -15,6 +15,7 @@
 #include "crash_report.h"
 #include "ops/shm/shm_cycle_trigger.h"
 #include "ops/shm/shm_group.h"
+#include "ops/mpi/mpi_setup_channel.h"
 
 namespace chorus {
 namespace {
@@ -31,7 +32,8 @@ int run() {
   std::fflush(stdout);
 
   std::unique_ptr<ShmGroup> group;
-  Status status = ShmGroup::create(MPI_COMM_WORLD, ShmCycleTrigger::data_bytes(size), std::chrono::milliseconds(60000),
+  MpiSetupChannel world(MPI_COMM_WORLD);
+  Status status = ShmGroup::create(world, ShmCycleTrigger::data_bytes(size), std::chrono::milliseconds(60000),
                                    &group);
   std::string failure;
   if (!status.ok()) failure = "setup failed: " + status.to_string();
