@@ -36,9 +36,9 @@ struct LocalWork {
 // down. So wait, yielding, while the burst is still growing: until no tensor
 // arrived for `quiet`, or `longest` has passed. A lone tensor pays `quiet`.
 // A burst is over once its producer blocks on a result (the end of a backward
-// pass: synchronize()); waiting out `quiet` then would only delay it, by
-// ~5 us a step in the reference MNIST training (2 ranks, 2 cores), where the
-// background thread mostly gets a core only once the producer blocks. Any
+// pass: synchronize()); waiting out `quiet` then would only delay it, where
+// the background thread mostly gets a core only once the producer blocks
+// (docs/MEASUREMENTS.md, "Settling a burst"). Any
 // blocked framework thread ends the wait: with several producers that may
 // negotiate a burst in two cycles, never wrongly.
 inline void settle_burst(const LocalWork& work, std::chrono::microseconds quiet = std::chrono::microseconds(4),

@@ -127,9 +127,9 @@ JobPlan plan_job(const LaunchOptions& options, const Environment& env, const Sys
     plan.all_hosts_local = plan.all_hosts_local && system.is_local_host && system.is_local_host(host.name);
   }
   // Bound to a core of its own, a rank's threads keep their caches and are
-  // not moved around by the scheduler: on 2 cores the reference MLP trained
-  // 1.12x faster at np=2 (chorusrun --bind-to core vs none, median of 4
-  // alternating rounds). Each rank gets an equal share of the CPUs, so
+  // not moved around by the scheduler, which made the reference MLP train
+  // faster here (docs/MEASUREMENTS.md, "Process binding"). Each rank gets an
+  // equal share of the CPUs, so
   // intra-op threads still find cores of their own. Remote hosts' CPUs are
   // unknown here, and a restricted chorusrun would be overridden by mpirun.
   if (options.bind_to == "auto" && plan.launcher == "mpirun" && plan.all_hosts_local && plan.hosts.size() == 1 &&

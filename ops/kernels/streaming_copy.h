@@ -6,10 +6,10 @@
 // has read it, while that peer still holds the lines: an ordinary store then
 // first fetches the line and invalidates the peer's copy, one cross-core
 // round trip per line. A streaming store writes the whole line without
-// fetching it. Measured on the 2-core EPYC VM (np=2, chorus_bench, alternated
-// in one run): 16 MiB 1.58 -> 1.33 ms, 64 MiB 6.26 -> 5.30 ms. On data that
-// the reader finds in a cache otherwise (a training step's 400 KiB gradient,
-// whose slots sit idle between steps) it is slower: 28-33 us -> 47-60 us.
+// fetching it, which made large messages faster. On data that the reader
+// finds in a cache otherwise (a training step's 400 KiB gradient, whose
+// slots sit idle between steps) it is slower (docs/MEASUREMENTS.md,
+// "Streaming stores into reused slots").
 #pragma once
 
 #include <cstddef>

@@ -43,9 +43,9 @@ Status MpiContext::create(std::unique_ptr<MpiContext>* out) {
   if (!initialized) {
     // Open MPI's progress engine busy-polls without yielding unless told
     // otherwise, and here it always shares a core: the background thread
-    // runs beside the framework's compute thread. Yielding when idle let
-    // the reference MLP train ~20% faster at np=2 on 2 cores (see
-    // docs/DESIGN.md). A user's own setting (mpirun --mca
+    // runs beside the framework's compute thread. Yielding when idle made
+    // training faster (docs/MEASUREMENTS.md, "MPI yield when idle"). A
+    // user's own setting (mpirun --mca
     // reaches the ranks as this variable too) wins.
     if (std::getenv("OMPI_MCA_mpi_yield_when_idle") == nullptr) {
       setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);

@@ -26,8 +26,8 @@ constexpr std::chrono::microseconds kMaxSleep{4000};
 // would join late cannot complete a collective (every collective needs this
 // rank's own tensor, and this rank's own enqueue wakes it at once through the
 // wake signal), so the bound is set by the idle CPU cost alone: each wake-up
-// cost ~286 us of CPU on a 2-core VM after large allocations (schedstat):
-// 1.8-5% of a core at 4 ms polls, 0.7-0.9% at 32 ms.
+// cost ~286 us of CPU here after large allocations (docs/MEASUREMENTS.md,
+// "Idle wake-ups").
 constexpr std::chrono::microseconds kIdleMaxSleep{32000};
 
 }  // namespace

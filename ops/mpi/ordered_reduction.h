@@ -20,8 +20,8 @@
 // Open MPI's allreduce allocates a temporary buffer the size of the message
 // on every call. From the background thread that allocation comes from a
 // thread arena, which cannot hold 64 MiB, so glibc maps fresh memory each
-// time, and first-touching it costs more than the reduction (measured here:
-// 64 MiB took ~12x longer than the same MPI_Allreduce on the main thread).
+// time, and first-touching it costs more than the reduction
+// (docs/MEASUREMENTS.md, "First touch of fresh memory").
 // This path reuses one persistent scratch buffer instead.
 #pragma once
 

@@ -54,8 +54,8 @@ namespace chorus {
 
 struct HierarchicalAllreduceOptions {
   // Bytes per local rank per chunk: a multiple of 128 (see ShmAllreduce).
-  // Over two namespace hosts x 2 ranks, 2 and 4 MiB beat 1 MiB by ~1.2-1.4x
-  // at 16 and 64 MiB (noisy); the segment holds 3 x L chunks.
+  // Larger than ShmAllreduce's: each cross-host step is one network round trip
+  // (docs/MEASUREMENTS.md, "Hierarchical chunk size"); the segment holds 3 x L chunks.
   int64_t chunk_bytes = 2 << 20;
   // How long a rank waits for a live local peer (ShmSignals).
   std::chrono::milliseconds peer_timeout{300'000};

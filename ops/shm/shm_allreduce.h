@@ -33,12 +33,12 @@
 // slower than the same kernel on private memory; the owner's share is
 // therefore reduced into its private output and published with one memcpy.
 // Storing each folded block to the slot as well, from inside the fold, was
-// measured 1.2-2x slower than that memcpy (np=2 and 4, 400 KiB-64 MiB, on a
-// 2-core EPYC VM): memcpy writes whole lines without reading them first.
+// slower than that memcpy (docs/MEASUREMENTS.md, "Publishing with memcpy"):
+// memcpy writes whole lines without reading them first.
 // From the fourth chunk of a message on, a slot is rewritten while the peers
 // that just read it still hold its lines; those copies into slots use
-// streaming stores (ops/kernels/streaming_copy.h), 10-15% faster at 16 and
-// 64 MiB.
+// streaming stores (ops/kernels/streaming_copy.h), faster for large
+// messages (docs/MEASUREMENTS.md, "Streaming stores into reused slots").
 //
 // Why three stages suffice: a rank overwrites its slot of chunk k's stage
 // with chunk k+3 after it has waited for every rank to arrive at chunk k+2,

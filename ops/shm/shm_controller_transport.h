@@ -3,13 +3,13 @@
 // segment; the rarer gather and broadcast of full messages go to the MPI
 // transport it wraps.
 //
-// Over MPI the OR took ~16 us of the ~45 us from a training step's last
-// gradient to its agreed response list (ref MLP, np=2 on 2 cores); here each
-// rank writes its vector into its own slot, posts, waits for the others
-// (ShmSignals: poll, then sleep; a dead peer is an error naming it)
-// and ORs the slots. Two sets of slots, used by alternate calls: a rank
-// writes a set again only two calls later, after every rank has posted the
-// call in between, i.e. finished reading it.
+// Over MPI the OR was a large part of the time from a training step's last
+// gradient to its agreed response list (docs/MEASUREMENTS.md, "Negotiation
+// through shared memory"); here each rank writes its vector into its own
+// slot, posts, waits for the others (ShmSignals: poll, then sleep; a dead
+// peer is an error naming it) and ORs the slots. Two sets of slots, used by
+// alternate calls: a rank writes a set again only two calls later, after
+// every rank has posted the call in between, i.e. finished reading it.
 #pragma once
 
 #include <cstdint>

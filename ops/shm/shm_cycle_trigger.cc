@@ -27,14 +27,14 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory doorbel
 // yielding the CPU instead of sleeping: in a training loop the next step's
 // work comes within it, and a thread that stays runnable costs nothing to
 // resume, while a futex wake-up costs the waker a syscall and the woken
-// thread preempts the framework thread mid-step. Measured on the reference
-// MLP (np=2, 2 cores): sleeping between steps cost ~12% of its throughput.
+// thread preempts the framework thread mid-step (docs/MEASUREMENTS.md,
+// "Waking between steps").
 constexpr std::chrono::microseconds kSpin{2000};
 // Then sleep with a backoff that doubles from kFirstSleep, as the MPI
 // trigger polls: while it lasts a peer's ring does not wake this rank; the
-// sleep ending does. Waking peers at once made the oversubscribed 200 x 4 KiB
-// step (np=4 on 2 cores) 15-40% slower: each early wake-up of a rank that
-// was not ready yet took a core from one that was.
+// sleep ending does. Waking peers at once made the oversubscribed step
+// slower: each early wake-up of a rank that was not ready yet took a core
+// from one that was (docs/MEASUREMENTS.md, "Ringing peers during a backoff").
 constexpr std::chrono::microseconds kFirstSleep{20};
 // A rank that asked for a cycle backs off up to this; then it waits for the
 // start in sleeps of one liveness interval that the start ends at once.
@@ -42,9 +42,9 @@ constexpr std::chrono::microseconds kAskingMaxSleep{4000};
 // A doorbell while rank 0 has nothing in flight cannot complete a
 // collective (each needs rank 0's part), only pass on news such as a rank's
 // shutdown: rank 0 waits for its own work, or this long, before starting a
-// cycle for it. At np=4 on 2 cores, starting at once ran 1.6-2.3 cycles per
-// reference-MLP step (1.3-1.9 with the wait), each with every rank taking
-// part.
+// cycle for it. When ranks share cores, starting at once ran more cycles
+// per training step, each with every rank taking part (docs/MEASUREMENTS.md,
+// "A lone doorbell").
 constexpr std::chrono::milliseconds kLoneDoorbellDelay{5};
 // A rank with nothing asked for backs off until its sleeps reach this, ~40 ms
 // after its last activity; then it sleeps until rung, and from then on a

@@ -13,7 +13,7 @@
 // wait until something concerns it, and an idle rank never wakes: MPI
 // offers no such wait, and polling it cost an idle rank 1-4% of a core on
 // this kind of VM, where each wake-up is charged CPU that grows with the
-// memory the process has used.
+// memory the process has used (docs/MEASUREMENTS.md, "Idle wake-ups").
 //
 // Between cycles a rank yields for a while, then sleeps with a backoff, and
 // only an idle one sleeps until rung (the .cc file says why). A rank that

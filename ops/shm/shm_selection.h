@@ -20,9 +20,9 @@ struct ShmAllreduceSelection {
   // rule dates from when the MPI path rounded 16-bit floats after every
   // rank; both paths now fold with the same kernel and agree bit for bit
   // for every dtype and op, so it no longer matters for the results. It
-  // stays for speed: blocking float16 averages alone at np=3 on the 2-core
-  // VM took ~28 us (4 KiB) and ~62 us (32 KiB) over shared memory against
-  // ~35-38 and ~71-80 us on MPI's ordered path (2 runs each).
+  // stays for speed: small float16 averages at np=3 are faster over shared
+  // memory than on MPI's ordered path (docs/MEASUREMENTS.md, "16-bit
+  // averages: shared memory against MPI").
   bool use_shm(int64_t bytes, DataType dtype, ReduceOp op) const;
 };
 

@@ -45,11 +45,9 @@ constexpr int kPauseSpins = 64;
 // waiting inside a collective has nothing else to run (its framework thread
 // waits for the result), and a yield still lets any other runnable thread
 // have the core. A sleeper costs the rank that posts a futex wake-up, and
-// itself the wake-up of a halted core: with a 50 us poll, a training step
-// whose ranks reached the allreduce ~150 us apart (ref MLP, np=2, 2-core VM)
-// spent ~95 us from the later rank's arrival to both results, ~80 us with
-// polling up to 2 ms; with the ranks close together it made no difference,
-// nor on the oversubscribed 200 x 4 KiB step at np=4.
+// itself the wake-up of a halted core: polling longer shortened a training
+// step whose ranks reached the allreduce apart and made no difference otherwise
+// (docs/MEASUREMENTS.md, "Waiting inside a collective").
 constexpr auto kPollTime = std::chrono::microseconds(1000);
 // Longest single futex sleep: how often a sleeping waiter checks its peers.
 constexpr long kSliceNanoseconds = 10'000'000;
