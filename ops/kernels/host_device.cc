@@ -58,10 +58,13 @@ Status HostDevice::wait(std::shared_ptr<const Event> event) {
 std::shared_ptr<const Event> HostDevice::record() { return done_event(); }
 
 Status HostDevice::to_host(void* host, const void* from, size_t bytes) {
+  // A copy without a source would be a zero fill; here it is a mistake.
+  if (bytes > 0 && from == nullptr) return Status::InvalidArgument("to_host: a null source for " + std::to_string(bytes) + " bytes");
   return copy({Copy{host, from, bytes}});
 }
 
 Status HostDevice::from_host(void* to, const void* host, size_t bytes) {
+  if (bytes > 0 && host == nullptr) return Status::InvalidArgument("from_host: a null source for " + std::to_string(bytes) + " bytes");
   return copy({Copy{to, host, bytes}});
 }
 

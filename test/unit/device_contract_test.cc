@@ -88,6 +88,13 @@ TEST_P(DeviceContract, ScalesFloatingPointInPlaceAndOutOfPlace) {
   EXPECT_EQ(scaled[1], float_to_float16(1.0f));
 }
 
+TEST_P(DeviceContract, HostCopiesRefuseANullSource) {
+  void* memory = allocate(16);
+  char host[16];
+  EXPECT_EQ(device_->to_host(host, nullptr, 16).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(device_->from_host(memory, nullptr, 16).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_P(DeviceContract, DividesIntegersTruncating) {
   void* data = upload(std::vector<int64_t>{7, -7, 9, 2});
   ASSERT_TRUE(device_->divide(data, 4, DataType::kInt64, 2).ok());

@@ -152,12 +152,14 @@ std::shared_ptr<const chorus::Event> AsyncTestDevice::record() {
 }
 
 Status AsyncTestDevice::to_host(void* host, const void* from, size_t bytes) {
+  if (bytes > 0 && from == nullptr) return Status::InvalidArgument("to_host: a null source for " + std::to_string(bytes) + " bytes");
   CHORUS_RETURN_IF_ERROR(copy({Copy{host, from, bytes}}));
   synchronize();
   return failure();
 }
 
 Status AsyncTestDevice::from_host(void* to, const void* host, size_t bytes) {
+  if (bytes > 0 && host == nullptr) return Status::InvalidArgument("from_host: a null source for " + std::to_string(bytes) + " bytes");
   CHORUS_RETURN_IF_ERROR(copy({Copy{to, host, bytes}}));
   synchronize();
   return failure();
