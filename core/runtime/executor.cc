@@ -78,11 +78,12 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
   }
   Run run{unit, entries, backend, backend->device_ops(first.device)};
   // The collective reads the inputs only after their producers are done.
+  Status started;
   for (const auto& entry : entries) {
-    if (entry && entry->ready) CHORUS_RETURN_IF_ERROR(run.device->wait(entry->ready));
+    if (started.ok() && entry && entry->ready) started = run.device->wait(entry->ready);
   }
   WorkPtr work;
-  const Status started = start(run, &work);
+  if (started.ok()) started = start(run, &work);
   if (!started.ok() || !work) {
     const Status status = started.ok() ? Status::Internal("a backend returned no work") : started;
     complete_entries(entries, status);
