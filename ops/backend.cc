@@ -1,8 +1,32 @@
 #include "ops/backend.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
 
 namespace chorus {
+
+bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_bytes) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end) in bytes
+  ranges.reserve(2 * pieces.size());
+  for (const AllreducePiece& piece : pieces) {
+    if (piece.count <= 0) continue;
+    const uintptr_t bytes = static_cast<uintptr_t>(piece.count) * element_bytes;
+    const auto output = reinterpret_cast<uintptr_t>(piece.output);
+    const auto input = reinterpret_cast<uintptr_t>(piece.input);
+    if (output != 0) ranges.emplace_back(output, output + bytes);
+    if (input != 0 && input != output) ranges.emplace_back(input, input + bytes);
+  }
+  // Tensors allocated one after another usually come in address order.
+  if (!std::is_sorted(ranges.begin(), ranges.end())) std::sort(ranges.begin(), ranges.end());
+  uintptr_t end = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (i > 0 && ranges[i].first < end) return true;
+    end = std::max(end, ranges[i].second);
+  }
+  return false;
+}
 
 bool Backend::fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const {
   (void)count;
@@ -21,7 +45,9 @@ WorkPtr Backend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, Dat
 }
 
 Status Backend::use_allreduce_algorithm(const std::string& algorithm) {
-  if (algorithm == name()) return Status::OK();
+  for (const std::string& mine : allreduce_algorithms()) {
+    if (mine == algorithm) return Status::OK();
+  }
   return Status::InvalidArgument(std::string("the ") + name() + " backend has no allreduce algorithm '" + algorithm +
                                  "'");
 }

@@ -7,7 +7,8 @@
 // returns work that may finish later. On a device both go on one stream, in
 // the order they are asked for, so the executor packs, reduces and unpacks
 // without waiting in between, and completes the handles once the work is
-// done. Host collectives (HostBackend) finish before they return.
+// done. Host memory's backends (HostBackend: MPI, shared memory, the
+// hierarchical path) finish their collectives before they return.
 //
 // Adding a backend (NCCL, say): implement DeviceOps for the device (its
 // stream, its allocator, its kernels) and this interface with the
@@ -23,10 +24,23 @@
 #include "chorus/status.h"
 #include "chorus/types.h"
 #include "ops/device.h"
-#include "ops/host_collectives.h"
 #include "ops/work.h"
 
 namespace chorus {
+
+// One tensor of a fused allreduce that stays where it is: `count` elements
+// read from `input`, the result written to `output` (may equal input).
+struct AllreducePiece {
+  const void* input;
+  void* output;
+  int64_t count;
+};
+
+// Whether any two pieces share memory (a piece whose input is its output
+// counts once; null pointers, placeholders for memory yet to be given, are
+// skipped): a backend that writes one piece's result before it has read
+// every input would then read a result instead of an input.
+bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_bytes);
 
 class Backend {
  public:
@@ -38,23 +52,34 @@ class Backend {
   virtual DeviceOps* device_ops(const Device& device) = 0;
 
   // Like every collective, all ranks call these with the same arguments. A
-  // reduction's result is multiplied by `factor` (1 for integer dtypes);
-  // op is kSum, kMin, kMax or kProduct. input == output means in place.
+  // reduction's result is multiplied by `factor` (an average's 1/size and a
+  // postscale; 1 for integer dtypes), as the backend reduces where it can,
+  // so that float16 and bfloat16 results are rounded once; op is kSum, kMin,
+  // kMax or kProduct (the executor turns kAverage into kSum and a factor).
+  // input == output means in place.
   virtual WorkPtr allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                             double factor) = 0;
-  // Whether a fused message of `count` elements is reduced straight from
-  // and into the tensors (allreduce_pieces) instead of through the
-  // executor's fusion buffer: the same answer on every rank.
+  // Fusion without a staging buffer: an algorithm that copies its input into
+  // memory of its own anyway (shared memory) can gather a fused message
+  // straight from the tensors and scatter the result back, saving the
+  // executor's copies into and out of its fusion buffer. Whether this
+  // backend does so for a fused message of `count` elements (the same answer
+  // on every rank); the default: no. allreduce_pieces() is then allreduce()
+  // of the pieces' concatenation, each piece's result in its own output.
   virtual bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const;
   virtual WorkPtr allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
                                    double factor);
-  // Concatenates rank r's counts[r] elements of `input` into `output`.
+  // Concatenates rank r's counts[r] elements of `input` into `output`, in
+  // rank order.
   virtual WorkPtr allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
                              DataType dtype) = 0;
+  // Copies root's `bytes` bytes of `buffer` to every rank.
   virtual WorkPtr broadcast(void* buffer, int64_t bytes, int root) = 0;
   // recv_counts[r] = what rank r passed as send_counts[this rank]. Finished
   // when it returns: the executor sizes an alltoall's output with it.
   virtual Status exchange_counts(const std::vector<int64_t>& send_counts, std::vector<int64_t>* recv_counts) = 0;
+  // Sends send_counts[r] elements (consecutive, in rank order) to rank r and
+  // receives recv_counts[r] elements from rank r into `output` in rank order.
   virtual WorkPtr alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
                             const std::vector<int64_t>& recv_counts, DataType dtype) = 0;
   // Leaves rank r's recv_counts[r] reduced elements, times `factor`, in
@@ -63,9 +88,12 @@ class Backend {
                                 DataType dtype, ReduceOp op, double factor) = 0;
   virtual WorkPtr barrier() = 0;
 
-  // The allreduce algorithms it can switch between, the one in use first;
-  // the autotuner chooses among them (HostCollectives::allreduce_algorithms).
+  // The allreduce algorithms it can switch between, by name, the one in use
+  // at the start first (the same on every rank); the autotuner chooses among
+  // them. One, its own name, unless it has a choice.
   virtual std::vector<std::string> allreduce_algorithms() const { return {name()}; }
+  // Runs allreduces with `algorithm` (one of the names above) from now on;
+  // called between cycles, by every rank alike.
   virtual Status use_allreduce_algorithm(const std::string& algorithm);
 };
 

@@ -13,10 +13,10 @@ namespace chorus {
 
 // Makes a backend for a device a program brings itself (Device::Kind::
 // kCustom; the test suite's asynchronous device): at init(), on every rank,
-// from host collectives over a communicator of its own, so that its
-// collectives, which may run on a thread of the device's, never interleave
-// with the runtime's.
-using BackendMaker = std::function<Status(std::unique_ptr<HostCollectives> transport, std::unique_ptr<Backend>* out)>;
+// from an MPI backend over a communicator of its own (`transport`), so that
+// its collectives, which may run on a thread of the device's, never
+// interleave with the runtime's.
+using BackendMaker = std::function<Status(std::unique_ptr<Backend> transport, std::unique_ptr<Backend>* out)>;
 
 class BackendRegistry {
  public:

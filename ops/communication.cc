@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "ops/host_backend.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_controller_transport.h"
@@ -40,12 +39,11 @@ Status Communication::start(const Config& agreed, const std::vector<BackendMaker
     CHORUS_RETURN_IF_ERROR(make(std::make_unique<MpiBackend>(comm, &mpi_->types()), &backend));
     backends_.add(std::move(backend));
   }
-  std::unique_ptr<HostCollectives> host;
-  CHORUS_RETURN_IF_ERROR(make_host_collectives(
+  std::unique_ptr<Backend> host;
+  CHORUS_RETURN_IF_ERROR(make_host_backend(
       agreed, topology_, mpi_->data_comm(), std::make_unique<MpiBackend>(mpi_->data_comm(), &mpi_->types()), &host));
-  auto backend = std::make_unique<HostBackend>(std::move(host));
-  host_ = backend.get();
-  backends_.add(std::move(backend));
+  host_ = host.get();
+  backends_.add(std::move(host));
   // Where the allreduces take shared memory (every rank alike), so does the
   // negotiation's bit vector.
   const std::vector<std::string> algorithms = host_->allreduce_algorithms();

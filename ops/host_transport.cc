@@ -13,8 +13,8 @@
 
 namespace chorus {
 
-Status make_host_collectives(const Config& config, const Topology& topology, MPI_Comm comm,
-                         std::unique_ptr<HostCollectives> mpi, std::unique_ptr<HostCollectives>* out) {
+Status make_host_backend(const Config& config, const Topology& topology, MPI_Comm comm, std::unique_ptr<Backend> mpi,
+                         std::unique_ptr<Backend>* out) {
   ShmAllreduceSelection selection;
   selection.mode = config.shm_allreduce;
   selection.threshold_bytes = config.shm_allreduce_threshold_bytes;

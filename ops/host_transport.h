@@ -1,4 +1,4 @@
-// The collectives for host memory: MPI alone; or, when every rank of the job is
+// Host memory's backend: MPI alone; or, when every rank of the job is
 // on one host, shared-memory allreduce in front of MPI (ShmBackend) as
 // CHORUS_SHM_ALLREDUCE allows; or, for a job on several hosts, hierarchical
 // allreduce in front of MPI (HierarchicalBackend) as
@@ -11,7 +11,7 @@
 
 #include "chorus/status.h"
 #include "base/config.h"
-#include "ops/host_collectives.h"
+#include "ops/backend.h"
 #include "base/topology.h"
 
 namespace chorus {
@@ -24,7 +24,7 @@ namespace chorus {
 // hosts hold different numbers of ranks or shared memory cannot be set up
 // (every rank returns the error). With "auto" those cases fall back to
 // `mpi` (rank 0 logs why).
-Status make_host_collectives(const Config& config, const Topology& topology, MPI_Comm comm,
-                         std::unique_ptr<HostCollectives> mpi, std::unique_ptr<HostCollectives>* out);
+Status make_host_backend(const Config& config, const Topology& topology, MPI_Comm comm, std::unique_ptr<Backend> mpi,
+                         std::unique_ptr<Backend>* out);
 
 }  // namespace chorus

@@ -107,12 +107,8 @@ Status MpiBackend::to_mpi_counts(const char* collective, const char* what, const
   return Status::OK();
 }
 
-Status MpiBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
-  return allreduce_scaled(input, output, count, dtype, op, 1.0);
-}
-
-Status MpiBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                                    double factor) {
+Status MpiBackend::run_allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                                 double factor) {
   CHORUS_RETURN_IF_ERROR(check_reduction("allreduce", dtype, op));
   CHORUS_RETURN_IF_ERROR(check_factor("allreduce", dtype, factor));
   if (count < 0) return Status::InvalidArgument("allreduce: negative count " + std::to_string(count));
@@ -151,18 +147,19 @@ bool MpiBackend::fuses_in_place(int64_t count, DataType dtype, ReduceOp op) cons
   return size_ == 1;
 }
 
-Status MpiBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
-                                    double factor) {
-  if (size_ != 1) return HostCollectives::allreduce_pieces(pieces, dtype, op, factor);
+WorkPtr MpiBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                                     double factor) {
+  if (size_ != 1) return Backend::allreduce_pieces(pieces, dtype, op, factor);
   // On one rank each piece is its own allreduce: no staging, same checks.
   for (const AllreducePiece& piece : pieces) {
-    CHORUS_RETURN_IF_ERROR(allreduce_scaled(piece.input, piece.output, piece.count, dtype, op, factor));
+    const Status status = run_allreduce(piece.input, piece.output, piece.count, dtype, op, factor);
+    if (!status.ok()) return finished_work(status);
   }
-  return Status::OK();
+  return finished_work(Status::OK());
 }
 
-Status MpiBackend::allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
-                              DataType dtype) {
+Status MpiBackend::run_allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
+                                  DataType dtype) {
   CHORUS_RETURN_IF_ERROR(check_dtype("allgatherv", dtype));
   std::vector<int> ints;
   std::vector<int> displs;
@@ -182,7 +179,7 @@ Status MpiBackend::allgatherv(const void* input, void* output, const std::vector
                                                      displs.data(), type, comm_));
 }
 
-Status MpiBackend::broadcast(void* buffer, int64_t bytes, int root) {
+Status MpiBackend::run_broadcast(void* buffer, int64_t bytes, int root) {
   CHORUS_RETURN_IF_ERROR(init_status_);
   if (root < 0 || root >= size_) {
     return Status::InvalidArgument("broadcast: root rank " + std::to_string(root) + " is not in [0, " +
@@ -209,8 +206,8 @@ Status MpiBackend::exchange_counts(const std::vector<int64_t>& send_counts, std:
                                                  MPI_INT64_T, comm_));
 }
 
-Status MpiBackend::alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
-                             const std::vector<int64_t>& recv_counts, DataType dtype) {
+Status MpiBackend::run_alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
+                                 const std::vector<int64_t>& recv_counts, DataType dtype) {
   CHORUS_RETURN_IF_ERROR(check_dtype("alltoallv", dtype));
   std::vector<int> send_ints;
   std::vector<int> send_displs;
@@ -232,8 +229,8 @@ Status MpiBackend::alltoallv(const void* input, const std::vector<int64_t>& send
                                                    recv_ints.data(), recv_displs.data(), type, comm_));
 }
 
-Status MpiBackend::reducescatter_scaled(const void* input, void* output, const std::vector<int64_t>& recv_counts,
-                                        DataType dtype, ReduceOp op, double factor) {
+Status MpiBackend::run_reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                                     DataType dtype, ReduceOp op, double factor) {
   CHORUS_RETURN_IF_ERROR(check_reduction("reducescatter", dtype, op));
   CHORUS_RETURN_IF_ERROR(check_factor("reducescatter", dtype, factor));
   std::vector<int> ints;
@@ -263,7 +260,7 @@ Status MpiBackend::reducescatter_scaled(const void* input, void* output, const s
   return scale(output, output, mine, dtype, factor);
 }
 
-Status MpiBackend::barrier() {
+Status MpiBackend::run_barrier() {
   CHORUS_RETURN_IF_ERROR(init_status_);
   return mpi_status("MPI_Barrier", MPI_Barrier(comm_));
 }

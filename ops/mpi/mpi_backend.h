@@ -21,13 +21,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/host_collectives.h"
+#include "ops/host_backend.h"
 #include "ops/mpi/mpi_datatypes.h"
 #include "ops/mpi/ordered_reduction.h"
 
 namespace chorus {
 
-class MpiBackend : public HostCollectives {
+class MpiBackend : public HostBackend {
  public:
   // `comm` and `types` (created) must outlive the backend. `count_limit`
   // lowers the per-call element limit below INT_MAX, for tests of chunking
@@ -35,35 +35,50 @@ class MpiBackend : public HostCollectives {
   MpiBackend(MPI_Comm comm, const MpiTypes* types, int64_t count_limit = INT_MAX);
 
   const char* name() const override { return "mpi"; }
-  bool supports(const Device& device) const override { return device.kind == Device::Kind::kCPU; }
 
-  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
   // Where the ordered path runs (ordered_reduction.h) the factor is applied
   // as each block is folded, so float16 and bfloat16 round once; float16 and
   // bfloat16 sums and products with a factor take that path on 2 ranks too.
   // Elsewhere the result is scaled after MPI's allreduce: one rounding for
   // min, max and one rank, the bits of a fold for float32 and float64.
-  Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                          double factor) override;
+  WorkPtr allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                    double factor) override {
+    return finished_work(run_allreduce(input, output, count, dtype, op, factor));
+  }
   // A job of one rank: the allreduce of a fused message is each piece's
   // input times the factor, so the executor need not copy it into its fusion
   // buffer and back (two passes over every gradient of a step).
   bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const override;
-  Status allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
-                          double factor) override;
-  Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
-                    DataType dtype) override;
-  Status broadcast(void* buffer, int64_t bytes, int root) override;
-  Status exchange_counts(const std::vector<int64_t>& send_counts,
-                         std::vector<int64_t>* recv_counts) override;
-  Status alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
-                   const std::vector<int64_t>& recv_counts, DataType dtype) override;
-  // Scales like allreduce_scaled().
-  Status reducescatter_scaled(const void* input, void* output, const std::vector<int64_t>& recv_counts,
-                              DataType dtype, ReduceOp op, double factor) override;
-  Status barrier() override;
+  WorkPtr allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                           double factor) override;
+  WorkPtr allgatherv(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype) override {
+    return finished_work(run_allgatherv(input, output, counts, dtype));
+  }
+  WorkPtr broadcast(void* buffer, int64_t bytes, int root) override {
+    return finished_work(run_broadcast(buffer, bytes, root));
+  }
+  Status exchange_counts(const std::vector<int64_t>& send_counts, std::vector<int64_t>* recv_counts) override;
+  WorkPtr alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
+                    const std::vector<int64_t>& recv_counts, DataType dtype) override {
+    return finished_work(run_alltoallv(input, send_counts, output, recv_counts, dtype));
+  }
+  // Scales like allreduce().
+  WorkPtr reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts, DataType dtype,
+                        ReduceOp op, double factor) override {
+    return finished_work(run_reducescatter(input, output, recv_counts, dtype, op, factor));
+  }
+  WorkPtr barrier() override { return finished_work(run_barrier()); }
 
  private:
+  // The collectives, each finished when it returns.
+  Status run_allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op, double factor);
+  Status run_allgatherv(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype);
+  Status run_broadcast(void* buffer, int64_t bytes, int root);
+  Status run_alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
+                       const std::vector<int64_t>& recv_counts, DataType dtype);
+  Status run_reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
+                           DataType dtype, ReduceOp op, double factor);
+  Status run_barrier();
   // OK when `dtype` has an MPI datatype; InvalidArgument otherwise.
   Status check_dtype(const char* collective, DataType dtype) const;
   // Also checks that `op` and `dtype` can be reduced.

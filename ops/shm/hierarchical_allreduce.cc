@@ -92,7 +92,7 @@ HierarchicalAllreduce::~HierarchicalAllreduce() {
 Status HierarchicalAllreduce::cross_step(void* share, int64_t count, DataType dtype, ReduceOp op) {
   const int64_t step = cross_steps_++;
   Status status = options_.before_cross_step ? options_.before_cross_step(step) : Status::OK();
-  if (status.ok()) status = cross_->allreduce(share, share, count, dtype, op);
+  if (status.ok()) status = cross_->allreduce(share, share, count, dtype, op, 1.0)->wait();
   if (status.ok()) return status;
   return Status(status.code(), "the cross-host step of local rank " + std::to_string(local_rank_) + " (" +
                                    std::to_string(count) + " elements over " + std::to_string(hosts_) +

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/logging.h"
+#include "ops/kernels/scale.h"
 #include "ops/mpi/mpi_datatypes.h"
 
 namespace chorus {
@@ -18,7 +19,7 @@ bool HierarchicalSelection::use_hierarchical(int64_t bytes, DataType dtype, Redu
   return order_matters || bytes >= threshold_bytes;
 }
 
-HierarchicalBackend::HierarchicalBackend(std::unique_ptr<HostCollectives> fallback,
+HierarchicalBackend::HierarchicalBackend(std::unique_ptr<Backend> fallback,
                                          std::unique_ptr<HierarchicalAllreduce> hierarchical,
                                          const HierarchicalSelection& selection)
     : ForwardingBackend(std::move(fallback)), hierarchical_(std::move(hierarchical)), selection_(selection) {}
@@ -30,19 +31,16 @@ bool HierarchicalBackend::takes(int64_t count, DataType dtype, ReduceOp op) cons
   return valid && selection_.use_hierarchical(count * static_cast<int64_t>(dtype_size(dtype)), dtype, op);
 }
 
-Status HierarchicalBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
-  if (takes(count, dtype, op)) return hierarchical_->allreduce(input, output, count, dtype, op);
-  return fallback().allreduce(input, output, count, dtype, op);
-}
-
-Status HierarchicalBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype,
-                                             ReduceOp op, double factor) {
-  if (takes(count, dtype, op)) return HostCollectives::allreduce_scaled(input, output, count, dtype, op, factor);
-  return fallback().allreduce_scaled(input, output, count, dtype, op, factor);
+WorkPtr HierarchicalBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                                       double factor) {
+  if (!takes(count, dtype, op)) return fallback().allreduce(input, output, count, dtype, op, factor);
+  Status status = hierarchical_->allreduce(input, output, count, dtype, op);
+  if (status.ok() && factor != 1.0) status = scale(output, output, count, dtype, factor);
+  return finished_work(status);
 }
 
 Status make_hierarchical_backend(const HierarchicalSelection& selection, const Topology& topology, MPI_Comm comm,
-                                 std::unique_ptr<HostCollectives> mpi, std::unique_ptr<HostCollectives>* out) {
+                                 std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out) {
   const bool on = selection.mode == ShmAllreduceMode::kOn;
   const bool log = topology.rank == 0;
   if (selection.mode == ShmAllreduceMode::kOff) {

@@ -35,17 +35,16 @@ struct HierarchicalSelection {
 
 class HierarchicalBackend : public ForwardingBackend {
  public:
-  HierarchicalBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<HierarchicalAllreduce> hierarchical,
+  HierarchicalBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<HierarchicalAllreduce> hierarchical,
                       const HierarchicalSelection& selection);
 
   const char* name() const override { return "hierarchical"; }
-  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
-  // The hierarchical path scales afterwards (HostCollectives's default), which
-  // rounds a float16/bfloat16 result once more: its cross-host step sends
-  // 16-bit shares, so the host's float32 sum cannot wait for the factor.
-  // The others go to the wrapped backend's own allreduce_scaled.
-  Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                          double factor) override;
+  // The hierarchical path scales after it reduced, which rounds a
+  // float16/bfloat16 result once more: its cross-host step sends 16-bit
+  // shares, so the host's float32 sum cannot wait for the factor. The other
+  // allreduces go to the wrapped backend, which scales as it reduces.
+  WorkPtr allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                    double factor) override;
 
  private:
   bool takes(int64_t count, DataType dtype, ReduceOp op) const;
@@ -61,6 +60,6 @@ class HierarchicalBackend : public ForwardingBackend {
 // be set up (rank 0 logs why). Mode on: those cases are errors, the same on
 // every rank, except one rank per host, which on runs hierarchically too.
 Status make_hierarchical_backend(const HierarchicalSelection& selection, const Topology& topology, MPI_Comm comm,
-                                 std::unique_ptr<HostCollectives> mpi, std::unique_ptr<HostCollectives>* out);
+                                 std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out);
 
 }  // namespace chorus

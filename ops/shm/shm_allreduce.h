@@ -67,7 +67,7 @@
 
 #include "chorus/status.h"
 #include "chorus/types.h"
-#include "ops/host_collectives.h"
+#include "ops/backend.h"
 #include "ops/shm/shm_group.h"
 
 namespace chorus {

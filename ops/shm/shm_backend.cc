@@ -4,7 +4,7 @@
 
 namespace chorus {
 
-ShmBackend::ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, const ShmAllreduceOptions& options,
+ShmBackend::ShmBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<ShmGroup> group, const ShmAllreduceOptions& options,
                        const ShmAllreduceSelection& selection)
     : ForwardingBackend(std::move(fallback)),
       group_(std::move(group)),
@@ -18,7 +18,7 @@ Status ShmBackend::use_allreduce_algorithm(const std::string& algorithm) {
   } else if (algorithm == "mpi") {
     selection_.threshold_bytes = std::numeric_limits<int64_t>::max();
   } else {
-    return HostCollectives::use_allreduce_algorithm(algorithm);
+    return Backend::use_allreduce_algorithm(algorithm);
   }
   return Status::OK();
 }
@@ -29,20 +29,15 @@ bool ShmBackend::takes(int64_t count, DataType dtype, ReduceOp op) const {
   return valid && selection_.use_shm(count * static_cast<int64_t>(dtype_size(dtype)), dtype, op);
 }
 
-Status ShmBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
-  if (takes(count, dtype, op)) return shm_.allreduce(input, output, count, dtype, op);
-  return fallback().allreduce(input, output, count, dtype, op);
+WorkPtr ShmBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                              double factor) {
+  if (!takes(count, dtype, op)) return fallback().allreduce(input, output, count, dtype, op, factor);
+  return finished_work(shm_.allreduce(input, output, count, dtype, op, nullptr, factor));
 }
 
-Status ShmBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
-                                    double factor) {
-  return shm_.allreduce(pieces, dtype, op, nullptr, factor);
-}
-
-Status ShmBackend::allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                                    double factor) {
-  if (!takes(count, dtype, op)) return fallback().allreduce_scaled(input, output, count, dtype, op, factor);
-  return shm_.allreduce(input, output, count, dtype, op, nullptr, factor);
+WorkPtr ShmBackend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                                     double factor) {
+  return finished_work(shm_.allreduce(pieces, dtype, op, nullptr, factor));
 }
 
 }  // namespace chorus

@@ -17,21 +17,20 @@ namespace chorus {
 
 class ShmBackend : public ForwardingBackend {
  public:
-  ShmBackend(std::unique_ptr<HostCollectives> fallback, std::unique_ptr<ShmGroup> group, const ShmAllreduceOptions& options,
+  ShmBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<ShmGroup> group, const ShmAllreduceOptions& options,
              const ShmAllreduceSelection& selection);
 
   const char* name() const override { return "shm"; }
-  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override;
   // Each rank scales its own share as it reduces it (ShmAllreduce's share
   // step), so the whole result is scaled once, spread over the ranks.
-  Status allreduce_scaled(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                          double factor) override;
+  WorkPtr allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                    double factor) override;
 
   // Fused messages the shared-memory path takes are gathered from and
   // scattered to the tensors directly (see ShmAllreduce).
   bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const override { return takes(count, dtype, op); }
-  Status allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
-                          double factor) override;
+  WorkPtr allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
+                           double factor) override;
   const ShmAllreduceSelection& selection() const { return selection_; }
   // "shm": shared memory for the allreduces the selection picks (the
   // configured threshold); "mpi": MPI for all of them, except the

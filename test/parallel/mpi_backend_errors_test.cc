@@ -34,7 +34,7 @@ TEST_F(MpiBackendChecksTest, NameAndDevices) {
   EXPECT_STREQ(backend_->name(), "mpi");
   EXPECT_TRUE(backend_->supports(Device::cpu()));
   EXPECT_FALSE(backend_->supports(Device::cuda(0)));
-  EXPECT_TRUE(backend_->barrier().ok());
+  EXPECT_TRUE(backend_->barrier()->wait().ok());
 }
 
 
@@ -47,28 +47,28 @@ TEST_F(MpiBackendChecksTest, RejectsBadArgumentsBeforeCommunicating) {
   const std::vector<int64_t> threes(n, 3);  // total 3 * np > 5
   const std::vector<int64_t> sixes(n, 6);
   auto five = limited(5);
-  expect_invalid(backend_->allreduce(d, d, 4, DataType::kFloat32, ReduceOp::kAverage), "average");
-  expect_invalid(backend_->allreduce(d, d, 2, DataType::kBool, ReduceOp::kMax), "bool");
-  expect_invalid(backend_->allreduce(d, d, -1, DataType::kFloat32, ReduceOp::kSum), "negative");
-  expect_invalid(backend_->reducescatter(d, d, ones, DataType::kFloat16, ReduceOp::kAverage), "average");
-  expect_invalid(backend_->reducescatter(d, d, ones, DataType::kBool, ReduceOp::kSum), "bool");
-  expect_invalid(five->reducescatter(d, d, threes, DataType::kFloat64, ReduceOp::kSum), "limit of 5");
-  expect_invalid(backend_->allreduce_scaled(d, d, 2, DataType::kInt32, ReduceOp::kSum, 0.5), "scaled by 1");
-  expect_invalid(backend_->reducescatter_scaled(d, d, ones, DataType::kInt64, ReduceOp::kSum, 0.5), "scaled by 1");
-  expect_invalid(five->allgatherv(d, d, sixes, DataType::kFloat32), "limit of 5");
+  expect_invalid(backend_->allreduce(d, d, 4, DataType::kFloat32, ReduceOp::kAverage, 1.0)->wait(), "average");
+  expect_invalid(backend_->allreduce(d, d, 2, DataType::kBool, ReduceOp::kMax, 1.0)->wait(), "bool");
+  expect_invalid(backend_->allreduce(d, d, -1, DataType::kFloat32, ReduceOp::kSum, 1.0)->wait(), "negative");
+  expect_invalid(backend_->reducescatter(d, d, ones, DataType::kFloat16, ReduceOp::kAverage, 1.0)->wait(), "average");
+  expect_invalid(backend_->reducescatter(d, d, ones, DataType::kBool, ReduceOp::kSum, 1.0)->wait(), "bool");
+  expect_invalid(five->reducescatter(d, d, threes, DataType::kFloat64, ReduceOp::kSum, 1.0)->wait(), "limit of 5");
+  expect_invalid(backend_->allreduce(d, d, 2, DataType::kInt32, ReduceOp::kSum, 0.5)->wait(), "scaled by 1");
+  expect_invalid(backend_->reducescatter(d, d, ones, DataType::kInt64, ReduceOp::kSum, 0.5)->wait(), "scaled by 1");
+  expect_invalid(five->allgatherv(d, d, sixes, DataType::kFloat32)->wait(), "limit of 5");
   if (size_ >= 3) {  // counts within the limit, but rank 2's displacement (6) is not
     std::vector<int64_t> counts = ones;
     counts[0] = 5;
-    expect_invalid(five->allgatherv(d, d, counts, DataType::kFloat32), "displacement");
+    expect_invalid(five->allgatherv(d, d, counts, DataType::kFloat32)->wait(), "displacement");
   }
-  if (size_ != 1) expect_invalid(backend_->allgatherv(d, d, {1}, DataType::kFloat32), "one per rank");
-  expect_invalid(five->alltoallv(d, sixes, d + 6, sixes, DataType::kInt32), "limit of 5");
-  expect_invalid(backend_->alltoallv(d, ones, d, ones, DataType::kInt32), "different buffers");
-  expect_invalid(backend_->alltoallv(d, {}, d + 6, ones, DataType::kInt32), "one per rank");
+  if (size_ != 1) expect_invalid(backend_->allgatherv(d, d, {1}, DataType::kFloat32)->wait(), "one per rank");
+  expect_invalid(five->alltoallv(d, sixes, d + 6, sixes, DataType::kInt32)->wait(), "limit of 5");
+  expect_invalid(backend_->alltoallv(d, ones, d, ones, DataType::kInt32)->wait(), "different buffers");
+  expect_invalid(backend_->alltoallv(d, {}, d + 6, ones, DataType::kInt32)->wait(), "one per rank");
   std::vector<int64_t> recv;
   expect_invalid(backend_->exchange_counts({}, &recv), "one per rank");
-  expect_invalid(backend_->broadcast(d, 1, size_), "root rank");
-  expect_invalid(backend_->broadcast(d, 1, -1), "root rank");
+  expect_invalid(backend_->broadcast(d, 1, size_)->wait(), "root rank");
+  expect_invalid(backend_->broadcast(d, 1, -1)->wait(), "root rank");
   EXPECT_EQ(data[0], 1.0);
 }
 
@@ -77,13 +77,13 @@ TEST_F(MpiBackendChecksTest, UncreatedTypesFailOnlyForUserDefinedOps) {
   MpiTypes fresh;
   MpiBackend backend(MPI_COMM_WORLD, &fresh);
   uint16_t half = 0;
-  EXPECT_EQ(backend.allreduce(&half, &half, 1, DataType::kFloat16, ReduceOp::kSum).code(),
+  EXPECT_EQ(backend.allreduce(&half, &half, 1, DataType::kFloat16, ReduceOp::kSum, 1.0)->wait().code(),
             StatusCode::kPreconditionFailed);
   int8_t small = 1;  // int8 sums are user-defined ops as well
-  EXPECT_EQ(backend.allreduce(&small, &small, 1, DataType::kInt8, ReduceOp::kSum).code(),
+  EXPECT_EQ(backend.allreduce(&small, &small, 1, DataType::kInt8, ReduceOp::kSum, 1.0)->wait().code(),
             StatusCode::kPreconditionFailed);
   float value = static_cast<float>(rank_ + 1);
-  ASSERT_TRUE(backend.allreduce(&value, &value, 1, DataType::kFloat32, ReduceOp::kSum).ok());
+  ASSERT_TRUE(backend.allreduce(&value, &value, 1, DataType::kFloat32, ReduceOp::kSum, 1.0)->wait().ok());
   EXPECT_EQ(value, static_cast<float>(size_ * (size_ + 1) / 2));
 }
 
@@ -92,10 +92,10 @@ TEST_F(MpiBackendChecksTest, MpiErrorsBecomeInternalStatuses) {
   // MPI_COMM_NULL makes the constructor's first MPI call fail; the error is
   // returned (not fatal) because MPI_COMM_WORLD now has MPI_ERRORS_RETURN.
   MpiBackend broken(MPI_COMM_NULL, &types_);
-  const Status s = broken.barrier();
+  const Status s = broken.barrier()->wait();
   EXPECT_EQ(s.code(), StatusCode::kInternal);
   EXPECT_NE(s.message().find("MPI_Comm_set_errhandler failed: MPI_ERR_COMM"), std::string::npos) << s.message();
-  EXPECT_EQ(broken.allreduce(nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum).code(),
+  EXPECT_EQ(broken.allreduce(nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, 1.0)->wait().code(),
             StatusCode::kInternal);
 }
 

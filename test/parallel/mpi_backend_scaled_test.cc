@@ -1,4 +1,4 @@
-// MpiBackend's scaled reductions (allreduce_scaled, reducescatter_scaled)
+// MpiBackend's scaled reductions (allreduce and reducescatter with a factor)
 // apply the factor as the ranks' values are folded: the bits are those of
 // the shared-memory kernel (reduce_ranks_in_order_to, checked on its own in
 // shm_kernels_test) over every rank's input. float16/bfloat16 are rounded
@@ -78,7 +78,7 @@ TEST_F(MpiBackendScaledTest, FoldsTheFactorLikeTheSharedMemoryKernel) {
           Bytes data = inputs[static_cast<size_t>(rank_)];
           Bytes output(data.size(), 0xa5);
           void* out = in_place ? data.data() : output.data();
-          ASSERT_TRUE(backend_->allreduce_scaled(data.data(), out, total, dtype, op, factor).ok());
+          ASSERT_TRUE(backend_->allreduce(data.data(), out, total, dtype, op, factor)->wait().ok());
           EXPECT_EQ(0, std::memcmp(out, expected.data(), expected.size())) << "allreduce " << what;
           for (bool skewed : {false, true}) {
             std::vector<int64_t> counts(static_cast<size_t>(size_), total / size_);
@@ -93,7 +93,7 @@ TEST_F(MpiBackendScaledTest, FoldsTheFactorLikeTheSharedMemoryKernel) {
             Bytes scattered = inputs[static_cast<size_t>(rank_)];
             Bytes block(static_cast<size_t>(mine) * size, 0xa5);
             void* target = in_place ? scattered.data() : block.data();
-            ASSERT_TRUE(backend_->reducescatter_scaled(scattered.data(), target, counts, dtype, op, factor).ok());
+            ASSERT_TRUE(backend_->reducescatter(scattered.data(), target, counts, dtype, op, factor)->wait().ok());
             EXPECT_EQ(0, std::memcmp(target, expected.data() + static_cast<size_t>(offset) * size,
                                      static_cast<size_t>(mine) * size))
                 << "reducescatter " << what << (skewed ? " skewed" : "") << (in_place ? " in place" : "");

@@ -177,7 +177,7 @@ class MpiBackendTest : public MpiBackendFixture {
     Bytes output(input.size(), 0xa5);
     if (in_place) output = input;
     const void* send = in_place ? output.data() : input.data();
-    const Status s = backend->allreduce(send, output.data(), count, dtype, op);
+    const Status s = backend->allreduce(send, output.data(), count, dtype, op, 1.0)->wait();
     ASSERT_TRUE(s.ok()) << s.to_string();
     expect_reduced(dtype, op, seed, size_, output.data(), 0, count,
                    "allreduce count " + std::to_string(count) + (in_place ? " in place" : ""));
@@ -250,7 +250,7 @@ TEST_F(MpiBackendTest, AllgathervEveryDtypeAndCountPattern) {
           std::copy(input.begin(), input.end(), output.begin() + offset * static_cast<int64_t>(size));
           send = output.data() + offset * static_cast<int64_t>(size);
         }
-        const Status s = backend_->allgatherv(send, output.data(), counts, dtype);
+        const Status s = backend_->allgatherv(send, output.data(), counts, dtype)->wait();
         ASSERT_TRUE(s.ok()) << s.to_string();
         EXPECT_TRUE(output == expected) << "allgatherv " << dtype_name(dtype) << " pattern " << p
                                         << (in_place ? " in place" : "");
@@ -268,7 +268,7 @@ TEST_F(MpiBackendTest, BroadcastFromEveryRootAndSize) {
         const uint64_t seed = case_seed(DataType::kUInt8, root, bytes, static_cast<int>(limit));
         const Bytes expected = make_data(DataType::kUInt8, ReduceOp::kSum, root, seed, 0, bytes);
         Bytes buffer = rank_ == root ? expected : Bytes(expected.size(), 0xa5);
-        const Status s = backend->broadcast(buffer.data(), bytes, root);
+        const Status s = backend->broadcast(buffer.data(), bytes, root)->wait();
         ASSERT_TRUE(s.ok()) << s.to_string();
         EXPECT_TRUE(buffer == expected) << "root " << root << " bytes " << bytes << " limit " << limit;
       }
@@ -317,7 +317,7 @@ TEST_F(MpiBackendTest, AlltoallvEveryDtypeAndCountPattern) {
       ASSERT_TRUE(backend_->exchange_counts(send_counts, &exchanged).ok());
       EXPECT_EQ(exchanged, recv_counts);
       Bytes output(expected.size(), 0xa5);
-      const Status s = backend_->alltoallv(input.data(), send_counts, output.data(), recv_counts, dtype);
+      const Status s = backend_->alltoallv(input.data(), send_counts, output.data(), recv_counts, dtype)->wait();
       ASSERT_TRUE(s.ok()) << s.to_string();
       EXPECT_TRUE(output == expected) << "alltoallv " << dtype_name(dtype) << " pattern " << p;
     }
@@ -351,7 +351,7 @@ TEST_F(MpiBackendTest, ReducescatterEveryDtypeOpAndCount) {
           Bytes output(static_cast<size_t>(mine) * size, 0xa5);
           void* out = output.data();
           if (in_place) out = input.data();
-          const Status s = backend_->reducescatter(input.data(), out, counts, dtype, op);
+          const Status s = backend_->reducescatter(input.data(), out, counts, dtype, op, 1.0)->wait();
           ASSERT_TRUE(s.ok()) << s.to_string();
           expect_reduced(dtype, op, seed, size_, static_cast<unsigned char*>(out), offset, mine,
                          "reducescatter total " + std::to_string(total) + " variant " + std::to_string(variant));
@@ -375,7 +375,7 @@ TEST_F(MpiBackendTest, SingleRankJobAllreducesFusedPiecesWhereTheyLie) {
     std::vector<AllreducePiece> pieces = {{in_place.data(), in_place.data(), 3},
                                           {source.data(), target.data(), 5},
                                           {nullptr, nullptr, 0}};
-    const Status s = self.allreduce_pieces(pieces, DataType::kFloat32, ReduceOp::kSum, factor);
+    const Status s = self.allreduce_pieces(pieces, DataType::kFloat32, ReduceOp::kSum, factor)->wait();
     ASSERT_TRUE(s.ok()) << s.to_string();
     const auto f = static_cast<float>(factor);  // 1 and 1/4 scale exactly
     EXPECT_EQ(in_place, (std::vector<float>{1 * f, -2 * f, 3 * f})) << "factor " << factor;
@@ -383,7 +383,7 @@ TEST_F(MpiBackendTest, SingleRankJobAllreducesFusedPiecesWhereTheyLie) {
     EXPECT_EQ(source, (std::vector<float>{10, 20, 30, 40, 50})) << "the input of an out-of-place piece is read only";
   }
   std::vector<float> data(4, 1.0f);
-  const Status missing = self.allreduce_pieces({{data.data(), nullptr, 4}}, DataType::kFloat32, ReduceOp::kSum, 1.0);
+  const Status missing = self.allreduce_pieces({{data.data(), nullptr, 4}}, DataType::kFloat32, ReduceOp::kSum, 1.0)->wait();
   EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument) << missing.to_string();
 }
 

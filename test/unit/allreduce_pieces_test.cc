@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "ops/host_collectives.h"
+#include "ops/backend.h"
 
 namespace chorus {
 namespace {

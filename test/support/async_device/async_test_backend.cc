@@ -34,16 +34,16 @@ chorus::WorkPtr AsyncTestBackend::on_stream(std::function<Status()> collective) 
 
 chorus::WorkPtr AsyncTestBackend::allreduce(const void* input, void* output, int64_t count, chorus::DataType dtype,
                                             chorus::ReduceOp op, double factor) {
-  return on_stream([=] { return transport_->allreduce_scaled(input, output, count, dtype, op, factor); });
+  return on_stream([=] { return transport_->allreduce(input, output, count, dtype, op, factor)->wait(); });
 }
 
 chorus::WorkPtr AsyncTestBackend::allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
                                              chorus::DataType dtype) {
-  return on_stream([=] { return transport_->allgatherv(input, output, counts, dtype); });
+  return on_stream([=] { return transport_->allgatherv(input, output, counts, dtype)->wait(); });
 }
 
 chorus::WorkPtr AsyncTestBackend::broadcast(void* buffer, int64_t bytes, int root) {
-  return on_stream([=] { return transport_->broadcast(buffer, bytes, root); });
+  return on_stream([=] { return transport_->broadcast(buffer, bytes, root)->wait(); });
 }
 
 Status AsyncTestBackend::exchange_counts(const std::vector<int64_t>& send_counts,
@@ -56,22 +56,22 @@ Status AsyncTestBackend::exchange_counts(const std::vector<int64_t>& send_counts
 chorus::WorkPtr AsyncTestBackend::alltoallv(const void* input, const std::vector<int64_t>& send_counts,
                                             void* output, const std::vector<int64_t>& recv_counts,
                                             chorus::DataType dtype) {
-  return on_stream([=] { return transport_->alltoallv(input, send_counts, output, recv_counts, dtype); });
+  return on_stream([=] { return transport_->alltoallv(input, send_counts, output, recv_counts, dtype)->wait(); });
 }
 
 chorus::WorkPtr AsyncTestBackend::reducescatter(const void* input, void* output,
                                                 const std::vector<int64_t>& recv_counts, chorus::DataType dtype,
                                                 chorus::ReduceOp op, double factor) {
   return on_stream(
-      [=] { return transport_->reducescatter_scaled(input, output, recv_counts, dtype, op, factor); });
+      [=] { return transport_->reducescatter(input, output, recv_counts, dtype, op, factor)->wait(); });
 }
 
 chorus::WorkPtr AsyncTestBackend::barrier() {
-  return on_stream([this] { return transport_->barrier(); });
+  return on_stream([this] { return transport_->barrier()->wait(); });
 }
 
 chorus::BackendMaker async_test_backend(std::chrono::microseconds delay, AsyncTestDevice** device) {
-  return [delay, device](std::unique_ptr<chorus::HostCollectives> transport,
+  return [delay, device](std::unique_ptr<chorus::Backend> transport,
                          std::unique_ptr<chorus::Backend>* out) {
     auto backend = std::make_unique<AsyncTestBackend>(
         std::move(transport), std::make_unique<AsyncTestDevice>(chorus::Device::custom(0), delay));

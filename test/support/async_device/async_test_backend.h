@@ -1,5 +1,5 @@
 // AsyncTestBackend: the collectives of AsyncTestDevice memory. Each is queued
-// on the device's stream and runs there later, in order, as a host
+// on the device's stream and runs there later, in order, as an MPI
 // collective on a communicator of its own (the device's memory is host
 // memory); its work is done once the stream has run it. Every rank queues
 // the same collectives in the same order, so they match across ranks as a
@@ -17,7 +17,7 @@ namespace chorus_test {
 
 class AsyncTestBackend : public chorus::Backend {
  public:
-  AsyncTestBackend(std::unique_ptr<chorus::HostCollectives> transport, std::unique_ptr<AsyncTestDevice> device)
+  AsyncTestBackend(std::unique_ptr<chorus::Backend> transport, std::unique_ptr<AsyncTestDevice> device)
       : transport_(std::move(transport)), device_(std::move(device)) {}
 
   const char* name() const override { return "async-test"; }
@@ -42,7 +42,7 @@ class AsyncTestBackend : public chorus::Backend {
   // Queues `collective` on the stream; work that is done once it has run.
   chorus::WorkPtr on_stream(std::function<chorus::Status()> collective);
 
-  std::unique_ptr<chorus::HostCollectives> transport_;
+  std::unique_ptr<chorus::Backend> transport_;
   std::unique_ptr<AsyncTestDevice> device_;
 };
 
