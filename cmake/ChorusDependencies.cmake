@@ -5,22 +5,54 @@ find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 
-# CUDA Toolkit and NCCL (beside it on these machines). ON when found; the
-# NCCL backend slots into ops/nccl/ behind the same Backend interface.
+# CUDA Toolkit, NCCL and cuDNN (beside it on these machines). Each ON when
+# found. CHORUS_WITH_CUDA builds the GPU device operations (ops/cuda/) and
+# the host-staged GPU backend; CHORUS_WITH_NCCL adds the NCCL backend
+# (ops/nccl/); CHORUS_WITH_CUDNN the cuBLAS/cuDNN example. A build without
+# them serves host memory only, and a CUDA tensor gets an error saying so.
 find_package(CUDAToolkit QUIET)
+include(CheckLanguage)
+check_language(CUDA)
+set(CHORUS_CUDA_FOUND OFF)
+if(CUDAToolkit_FOUND AND CMAKE_CUDA_COMPILER)
+  set(CHORUS_CUDA_FOUND ON)
+endif()
+option(CHORUS_WITH_CUDA "Build the GPU device operations and backends (needs the CUDA Toolkit and nvcc)"
+       ${CHORUS_CUDA_FOUND})
+if(CHORUS_WITH_CUDA AND NOT CHORUS_CUDA_FOUND)
+  message(FATAL_ERROR "CHORUS_WITH_CUDA=ON but the CUDA Toolkit or nvcc was not found")
+endif()
 set(CHORUS_NCCL_FOUND OFF)
-if(CUDAToolkit_FOUND)
+set(CHORUS_CUDNN_FOUND OFF)
+if(CHORUS_WITH_CUDA)
+  # Hopper (H100/H200) and Ampere (A100); override with -DCMAKE_CUDA_ARCHITECTURES=...
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 80 90)
+  endif()
+  enable_language(CUDA)
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   if(NCCL_LIBRARY AND NCCL_INCLUDE_DIR)
     set(CHORUS_NCCL_FOUND ON)
   endif()
+  find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  if(CUDNN_LIBRARY AND CUDNN_INCLUDE_DIR)
+    set(CHORUS_CUDNN_FOUND ON)
+  endif()
 endif()
-option(CHORUS_WITH_NCCL "Build the NCCL backend (needs CUDA Toolkit and NCCL)" ${CHORUS_NCCL_FOUND})
+option(CHORUS_WITH_NCCL "Build the NCCL backend (needs CHORUS_WITH_CUDA and NCCL)" ${CHORUS_NCCL_FOUND})
 if(CHORUS_WITH_NCCL AND NOT CHORUS_NCCL_FOUND)
-  message(FATAL_ERROR "CHORUS_WITH_NCCL=ON but the CUDA Toolkit or NCCL was not found")
+  message(FATAL_ERROR "CHORUS_WITH_NCCL=ON but CUDA is off or NCCL was not found")
 endif()
-message(STATUS "Chorus: MPI ${MPI_C_VERSION}, NCCL backend: ${CHORUS_WITH_NCCL}, sanitizers: ${CHORUS_SANITIZE}")
+option(CHORUS_WITH_CUDNN "Build the cuBLAS/cuDNN example (needs CHORUS_WITH_CUDA and cuDNN)" ${CHORUS_CUDNN_FOUND})
+if(CHORUS_WITH_CUDNN AND NOT CHORUS_CUDNN_FOUND)
+  message(FATAL_ERROR "CHORUS_WITH_CUDNN=ON but CUDA is off or cuDNN was not found")
+endif()
+message(STATUS "Chorus: MPI ${MPI_C_VERSION}, CUDA: ${CHORUS_WITH_CUDA} ${CUDAToolkit_VERSION}, "
+               "NCCL backend: ${CHORUS_WITH_NCCL}, cuDNN: ${CHORUS_WITH_CUDNN}, sanitizers: ${CHORUS_SANITIZE}")
 
 # LibTorch (Debian's libtorch-dev): the torch front end (frameworks/torch) and
 # the examples build when it is found.
