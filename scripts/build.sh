@@ -5,7 +5,9 @@
 #     --sanitize  build-sanitize/   -DCHORUS_SANITIZE=ON (AddressSanitizer + UBSan), without
 #                 the LibTorch front end and examples (LibTorch itself is not
 #                 instrumented, and compiling its headers twice would double
-#                 the suite's build time on 2 cores)
+#                 the suite's build time on 2 cores) and without CUDA (the
+#                 normal build compiles it; this one proves a build without
+#                 it works)
 #     target...   build only these (e.g. chorus_bench); Ninja rebuilds only what is stale.
 #   CHORUS_BUILD_JOBS=N overrides the parallelism (default: nproc).
 set -euo pipefail
@@ -47,11 +49,14 @@ else
   grep -qx "CHORUS_SANITIZE:BOOL=$sanitize" "$cache" || configure=1
   grep -qx 'CMAKE_BUILD_TYPE:STRING=RelWithDebInfo' "$cache" || configure=1
   if [[ "$with_torch" == OFF ]]; then grep -qx 'CHORUS_WITH_TORCH:BOOL=OFF' "$cache" || configure=1; fi
+  if [[ "$sanitize" == ON ]]; then grep -qx 'CHORUS_WITH_CUDA:BOOL=OFF' "$cache" || configure=1; fi
 fi
 if ((configure)); then
   echo "build: configuring $build_dir (CHORUS_SANITIZE=$sanitize)" >&2
   torch_flag=()
   [[ "$with_torch" == OFF ]] && torch_flag=(-DCHORUS_WITH_TORCH=OFF)
+  # The sanitizer build is the suite's build without CUDA.
+  [[ "$sanitize" == ON ]] && torch_flag+=(-DCHORUS_WITH_CUDA=OFF -DCHORUS_WITH_NCCL=OFF -DCHORUS_WITH_CUDNN=OFF)
   cmake -S "$root" -B "$build_dir" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_SANITIZE="$sanitize" "${torch_flag[@]}" ||
     die "configuring $build_dir failed (see CMake's messages above)"
