@@ -39,6 +39,12 @@ int cross_size();
 // other devices by itself; frameworks ask first, before they allocate or copy
 // memory on the device.
 bool supports(const Device& device);
+// OK when supports(device); otherwise the kInvalidArgument error a collective
+// on a tensor named `name` there gets, saying why: e.g. "tensor 'x' is on
+// cuda:0 but this rank sees no CUDA device (...)", "... but this build of
+// Chorus has no CUDA support (built with CHORUS_WITH_CUDA=OFF)", "tensor 'x'
+// is on cuda:1 but this rank's device is cuda:0 (...)".
+Status check_device(const std::string& name, const Device& device);
 
 // Allocates the output of a collective whose output size is known only after
 // negotiation (allgather, alltoall, reducescatter). It must return a tensor of
