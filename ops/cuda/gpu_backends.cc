@@ -1,5 +1,7 @@
 #include "ops/cuda/gpu_backends.h"
 
+#include <cuda_runtime_api.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,10 +33,28 @@ Status exchange_reports(SetupChannel& channel, const RankGpu& mine, std::vector<
   CHORUS_RETURN_IF_ERROR(channel.allgather(record, kRankGpuBytes, all.data()));
   ranks->clear();
   for (int r = 0; r < channel.size(); ++r) {
-    ranks->push_back(r == channel.rank() ? mine : decode_rank_gpu(all.data() + kRankGpuBytes * static_cast<size_t>(r)));
+    const char* record_of_r = all.data() + kRankGpuBytes * static_cast<size_t>(r);
+    ranks->push_back(r == channel.rank() ? mine : decode_rank_gpu(record_of_r));
   }
   return Status::OK();
 }
+
+// Puts the calling thread's current CUDA device back as it was: creating a
+// device (and NCCL's set-up) makes the rank's GPU current, and init() should
+// leave the program's own choice alone.
+class CurrentDeviceKept {
+ public:
+  CurrentDeviceKept() { had_one_ = cudaGetDevice(&device_) == cudaSuccess; }
+  ~CurrentDeviceKept() {
+    if (had_one_) (void)cudaSetDevice(device_);
+  }
+  CurrentDeviceKept(const CurrentDeviceKept&) = delete;
+  CurrentDeviceKept& operator=(const CurrentDeviceKept&) = delete;
+
+ private:
+  int device_ = 0;
+  bool had_one_ = false;
+};
 
 // The plan's backend over `device`, from a transport of its own.
 Status make_gpu_backend(GpuPlan::Path path, std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
@@ -69,14 +89,17 @@ Status add_gpu_backends(const Config& agreed, const Topology& topology, SetupCha
   // The device (its stream) on every rank before any rank starts a transport
   // that waits for all: NCCL's set-up would wait forever for a rank that
   // failed here.
+  const CurrentDeviceKept kept;
   std::unique_ptr<CudaDevice> device;
   const Status created = CudaDevice::create(binding.index, &device);
-  CHORUS_RETURN_IF_ERROR(agree_on_setup(channel, created, "creating the stream of cuda:" + std::to_string(binding.index), "The GPU backend"));
+  // Each rank's step names no device: the others' are not this rank's.
+  CHORUS_RETURN_IF_ERROR(agree_on_setup(channel, created, "creating its GPU's stream", "The GPU backend"));
   std::unique_ptr<Backend> transport;
   CHORUS_RETURN_IF_ERROR(new_transport(&transport));
   std::unique_ptr<Backend> backend;
   const Status made = make_gpu_backend(plan.path, std::move(device), std::move(transport), channel.rank(), &backend);
-  CHORUS_RETURN_IF_ERROR(agree_on_setup(channel, made, std::string("creating the ") + gpu_path_name(plan.path) + " backend", "The GPU backend"));
+  const std::string step = std::string("creating the ") + gpu_path_name(plan.path) + " backend";
+  CHORUS_RETURN_IF_ERROR(agree_on_setup(channel, made, step, "The GPU backend"));
   CHORUS_LOG(kDebug, "GPU collectives on cuda:" << binding.index << " (" << binding.how << ") through the "
                                                  << backend->name() << " backend");
   registry->add(std::move(backend));

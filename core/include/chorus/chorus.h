@@ -35,9 +35,10 @@ int cross_rank();   // index of this node among the nodes
 int cross_size();
 
 // True when a backend in this build runs collectives on tensors on `device`
-// (the CPU; CUDA only in a build with a GPU backend). Every collective refuses
-// other devices by itself; frameworks ask first, before they allocate or copy
-// memory on the device.
+// (the CPU; in a build with CUDA, this rank's own GPU when every rank has one:
+// docs/DESIGN.md, "GPUs: binding, shared GPUs and the host-staged path").
+// Every collective refuses other devices by itself; frameworks ask first,
+// before they allocate or copy memory on the device.
 bool supports(const Device& device);
 // OK when supports(device); otherwise the kInvalidArgument error a collective
 // on a tensor named `name` there gets, saying why: e.g. "tensor 'x' is on
