@@ -21,9 +21,6 @@ BuildFeatures detect_build_features() {
 #ifdef CHORUS_WITH_NCCL
   features.cuda_toolkit = true;
 #endif
-#ifdef CHORUS_WITH_CUDA
-  features.cuda = true;
-#endif
 #ifdef CHORUS_WITH_TORCH
   features.torch = true;
 #endif
@@ -53,7 +50,6 @@ std::string format_check_build(const BuildFeatures& f) {
   out += "Available tensor operations:\n";
   out += box(false) + "NCCL (CUDA)" +
          (f.cuda_toolkit ? ": not implemented yet (CUDA Toolkit and NCCL were found)" : "") + "\n";
-  out += box(f.cuda) + "Host-staged (CUDA memory through pinned host memory and MPI)\n";
   out += box(f.mpi) + "MPI\n";
   out += box(f.shared_memory) + "Shared memory (allreduce among the ranks of one host)\n";
   out += box(false) + "Gloo\n\n";

@@ -12,9 +12,6 @@ struct BuildFeatures {
   // The CUDA Toolkit and NCCL were found at build time. The NCCL backend
   // itself is not written yet, so this only changes what is reported.
   bool cuda_toolkit = false;
-  // Built with CUDA: GPU memory's collectives through host memory (the
-  // host-staged backend, ops/cuda/staged_backend.h).
-  bool cuda = false;
   bool shared_memory = true;  // ops/shm: intra-host allreduce
   bool torch = false;
   std::string mpirun;  // "Open MPI 4.1.4", or "" when not found / not supported
