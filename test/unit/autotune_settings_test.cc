@@ -1,7 +1,8 @@
 // The autotuner's settings: the CHORUS_AUTOTUNE* variables and which
 // variables count as explicitly set (config.h), the standard knobs' grids and
-// which of them are fixed (standard_knobs.h, TuningSpace), the message every
-// rank decodes (TuningMessage) and the CSV log (AutotuneLog).
+// which of them are fixed (standard_knobs.h, TuningSpace), a knob of any
+// other kind alongside them, the message every rank decodes (TuningMessage)
+// and the CSV log (AutotuneLog).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -34,6 +35,13 @@ TuningSpace standard_space(const Config& config, const std::vector<std::string>&
   return TuningSpace({fusion_threshold_knob(config), cycle_time_knob(config), algorithm_knob(config, algorithms)});
 }
 constexpr size_t kThreshold = 0, kCycleTime = 1, kAlgorithm = 2;  // their indices
+
+// A fourth knob of the kind a later change could add: a number on a log
+// scale with no unit, off its grid at init().
+TuningKnob chunk_knob() {
+  return TuningKnob::numeric("chunk_elements", "chunk", "", TuningKnob::Scale::kLog, {1024, 4096, 16384, 65536}, 3000,
+                             true);
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -189,6 +197,56 @@ TEST(TuningSpace, AStartOffTheGridIsAddedToIt) {
   EXPECT_EQ(space.settings_at(space.start()), (TuningSettings{5000000, 0.25, 0}));
 }
 
+TEST(TuningSpace, AnotherKnobIsOneMoreDimension) {
+  std::vector<TuningKnob> knobs = {fusion_threshold_knob(config_from({})), cycle_time_knob(config_from({})),
+                                   algorithm_knob(config_from({}), {"shm", "mpi"}), chunk_knob()};
+  const TuningSpace space(std::move(knobs));
+  const auto dims = space.dimensions();
+  ASSERT_EQ(dims.size(), 4u);
+  EXPECT_EQ(dims[3].name, "chunk_elements");
+  EXPECT_FALSE(dims[3].categorical);
+  // 3000, the value at init(), joins the grid in order; log scale.
+  ASSERT_EQ(dims[3].coordinates.size(), 5u);
+  EXPECT_EQ(space.start(), (SearchPoint{12, 0, 0, 1}));
+  EXPECT_NEAR(dims[3].coordinates[2], 2.0 / 6.0, 1e-12);  // 4096: 2 of 6 octaves above 1024
+  EXPECT_TRUE(space.searches("chunk_elements"));
+  const TuningSettings start = space.settings_at(space.start());
+  EXPECT_EQ(start, (TuningSettings{64 << 20, 0.0, 0, 3000}));
+  EXPECT_EQ(space.value(start, "chunk_elements").number, 3000);
+  EXPECT_EQ(space.describe(space.settings_at({0, 1, 1, 4})),
+            "fusion threshold 1048576 bytes, cycle time 0.5 ms, algorithm mpi, chunk 65536");
+  EXPECT_EQ(space.format(space.settings_at({0, 1, 1, 4})),
+            (std::vector<std::string>{"1048576", "0.5", "mpi", "65536"}));
+}
+
+TEST(TuningSpace, AppliesEveryKnobInOrderUntilAnError) {
+  std::vector<std::string> applied;
+  auto record = [&](const std::string& name, Status result) {
+    return [&applied, name, result](const KnobValue& v) {
+      applied.push_back(name + "=" + (v.label.empty() ? std::to_string(v.number) : v.label));
+      return result;
+    };
+  };
+  const Config config = config_from({});
+  TuningSpace space({fusion_threshold_knob(config).applied_by(record("threshold", Status::OK())),
+                     algorithm_knob(config, {"shm", "mpi"}).applied_by(record("algorithm", Status::OK())),
+                     chunk_knob().applied_by(record("chunk", Status::OK()))});
+  EXPECT_TRUE(space.apply({2097152, 1, 16384}).ok());
+  EXPECT_EQ(applied,
+            (std::vector<std::string>{"threshold=2097152.000000", "algorithm=mpi", "chunk=16384.000000"}));
+
+  applied.clear();
+  const Status refused = Status::InvalidArgument("no");
+  TuningSpace failing({algorithm_knob(config, {"shm", "mpi"}).applied_by(record("algorithm", refused)),
+                       chunk_knob().applied_by(record("chunk", Status::OK()))});
+  EXPECT_EQ(failing.apply({0, 1024}).message(), "no");
+  EXPECT_EQ(applied, std::vector<std::string>{"algorithm=shm"});
+
+  // A knob the runtime declared without saying how to apply it.
+  EXPECT_EQ(TuningSpace({chunk_knob()}).apply({1024}).message(),
+            "autotune: knob 'chunk_elements' has no way to be applied");
+}
+
 TEST(TuningMessage, RoundTripsExactly) {
   TuningMessage m;
   m.generation = 42;
@@ -210,6 +268,25 @@ TEST(TuningMessage, RoundTripsExactly) {
   EXPECT_EQ(TuningMessage::decode({7, 0}, 3).generation, 0u);  // too short for 3 knobs
 }
 
+TEST(TuningMessage, AnyNumberOfKnobsArriveExactlyThroughTheOr) {
+  // Rank 0's words ORed with another rank's zeros, as the negotiation does;
+  // values no grid holds (0.1 + 0.2, a cycle time set on rank 0 only, the
+  // largest fusion threshold the config accepts) arrive bit for bit.
+  TuningMessage m;
+  m.generation = 3;
+  m.settings = {1099511627776.0, 2.3, 1, 0.1 + 0.2};
+  const std::vector<uint64_t> zeros(TuningMessage::words(4), 0);
+  std::vector<uint64_t> words = m.encode();
+  ASSERT_EQ(words.size(), zeros.size());
+  for (size_t i = 0; i < words.size(); ++i) words[i] |= zeros[i];
+  const TuningMessage back = TuningMessage::decode(words, 4);
+  EXPECT_EQ(back.generation, 3u);
+  EXPECT_FALSE(back.frozen);
+  ASSERT_EQ(back.settings.size(), 4u);
+  EXPECT_EQ(back.settings, m.settings);
+  EXPECT_EQ(back.settings[3], 0.1 + 0.2);
+}
+
 TEST(AutotuneLog, WritesTheHeaderAndOneRowPerCall) {
   const std::string path = temporary_path();
   const TuningSpace space = standard_space(config_from({}), {"shm", "mpi"});
@@ -225,6 +302,23 @@ TEST(AutotuneLog, WritesTheHeaderAndOneRowPerCall) {
             "0,start,67108864,0,shm,1.500000e+09,1\n"
             "1,random,2965821,7.5,mpi,9.876543e+08,0\n"
             "2,frozen,67108864,2.3,shm,1.500000e+09,1\n");
+  unlink(path.c_str());
+}
+
+TEST(AutotuneLog, AnotherKnobIsAnotherColumn) {
+  const std::string path = temporary_path();
+  const TuningSpace space({cycle_time_knob(config_from({})), chunk_knob()});
+  {
+    AutotuneLog log;
+    ASSERT_TRUE(log.open(path, {"cycle_time_ms", "chunk_elements"}).ok());
+    ASSERT_TRUE(log.row(0, "start", space.format(space.settings_at(space.start())), 2e9, true).ok());
+    // Values as set read back as set; large whole numbers stay whole.
+    ASSERT_TRUE(log.row(1, "guided", space.format({0.1 + 0.2, 12345678901.0}), 1e9, false).ok());
+  }
+  EXPECT_EQ(read_file(path),
+            "sample,kind,cycle_time_ms,chunk_elements,bytes_per_second,best\n"
+            "0,start,0,3000,2.000000e+09,1\n"
+            "1,guided,0.3,12345678901,1.000000e+09,0\n");
   unlink(path.c_str());
 }
 

@@ -8,11 +8,14 @@
 //    which the setting changed leaks into a window),
 //  - the CSV holds one row per sample and the frozen setting,
 //  - the kept setting is the best of the simulated cost model,
-//  - explicitly set values never change.
+//  - explicitly set values never change,
+//  - a knob beyond the standard three is searched, agreed on and logged
+//    like them.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,6 +64,7 @@ double step_seconds(const TuningSettings& s) {
   return 0.1 * (1.0 + 0.05 * (log2_mib - 3) * (log2_mib - 3) + 0.02 * (s[kCycleTime] - 2) * (s[kCycleTime] - 2) +
                 (s[kAlgorithm] == kShm ? 0.0 : 0.3));
 }
+using CostModel = std::function<double(const TuningSettings&)>;
 
 struct Applied {
   uint64_t cycle;
@@ -78,8 +82,9 @@ struct SimulatedRun {
 // (start-up effects the warm-up must hide).
 // In every `spike_every`-th step (if > 0) the first cycle takes 9x longer:
 // another process took the core.
+// `cost`: seconds per step under a setting.
 SimulatedRun simulate(const Config& config, const std::vector<TuningKnob>& knobs, int steps, int slow_steps = 0,
-                      double time_scale = 1.0, int spike_every = 0) {
+                      double time_scale = 1.0, int spike_every = 0, const CostModel& cost = step_seconds) {
   std::unique_ptr<Autotuner> rank0, rank1;
   EXPECT_TRUE(Autotuner::create(config, knobs, 0, &rank0).ok());
   EXPECT_TRUE(Autotuner::create(config, knobs, 1, &rank1).ok());
@@ -109,7 +114,7 @@ SimulatedRun simulate(const Config& config, const std::vector<TuningKnob>& knobs
       }
       const double spike = spike_every > 0 && step % spike_every == spike_every - 1 && part == 0 ? 9.0 : 1.0;
       const double seconds =
-          time_scale * spike * step_seconds(current) * (step < slow_steps ? 10.0 : 1.0) / kStep.size();
+          time_scale * spike * cost(current) * (step < slow_steps ? 10.0 : 1.0) / kStep.size();
       now += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
       rank0->observe(responses, now);
       rank1->observe(responses, now);  // does nothing off rank 0
@@ -311,6 +316,38 @@ TEST_F(AutotunerTest, ASingleSampleFreezesTheStart) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1].kind, "frozen");
   EXPECT_EQ(rows[1].settings, (TuningSettings{64 << 20, 0.0, kShm}));
+}
+
+TEST_F(AutotunerTest, AFourthKnobIsSearchedAgreedOnAndLogged) {
+  // A knob a later change could add, best at 5 and off its best at init().
+  const Config c = config();
+  std::vector<TuningKnob> knobs = standard_knobs(c, kOneHost);
+  knobs.push_back(TuningKnob::numeric("pipeline_depth", "pipeline depth", "", TuningKnob::Scale::kLinear,
+                                      {1, 2, 3, 4, 5, 6, 7, 8}, 2, true));
+  constexpr size_t kDepth = 3;
+  const CostModel cost = [](const TuningSettings& s) {
+    return step_seconds(s) + 0.1 * 0.03 * (s[kDepth] - 5) * (s[kDepth] - 5);
+  };
+  const SimulatedRun run = simulate(c, knobs, 200, 0, 1.0, 0, cost);  // ranks agree at every cycle
+  ASSERT_TRUE(run.frozen);
+  const std::vector<Row> rows = read_csv(
+      path_, "sample,kind,fusion_threshold_bytes,cycle_time_ms,algorithm,pipeline_depth,bytes_per_second,best");
+  ASSERT_EQ(rows.size(), 17u);
+  ASSERT_EQ(run.applied.size(), rows.size());
+  std::set<double> depths;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].settings.size(), 4u);
+    EXPECT_EQ(run.applied[i].settings, rows[i].settings) << "sample " << i;
+    depths.insert(rows[i].settings[kDepth]);
+  }
+  EXPECT_EQ(rows[0].settings, (TuningSettings{64 << 20, 0.0, kShm, 2}));
+  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+    EXPECT_NEAR(rows[i].score / (kStepBytes / cost(rows[i].settings)), 1.0, 1e-6) << "sample " << i;
+  }
+  EXPECT_GE(depths.size(), 3u);  // searched, not left at its start
+  EXPECT_EQ(run.final_settings[kDepth], 5);
+  EXPECT_EQ(run.final_settings, rows.back().settings);
+  EXPECT_GT(kStepBytes / cost(run.final_settings), kStepBytes / cost(rows[0].settings));
 }
 
 TEST_F(AutotunerTest, UnwritableLogFailsCreationOnRankZeroOnly) {
