@@ -107,7 +107,7 @@ TEST(CudaCopyPlan, LaunchesInAnyInnerOrderMatchTheBatchInOrder) {
       copies.push_back({&expected[to], zeros ? nullptr : &expected[from], bytes});
     }
     std::vector<CopyLaunch> launches;
-    ASSERT_TRUE(plan_copies(copies, CopyLimits{3, 16}, &launches).ok());
+    ASSERT_TRUE(plan_copies(copies, CopyLimits{8, 16}, &launches).ok());
     for (const Copy& c : copies) {
       if (c.from == nullptr) {
         std::memset(c.to, 0, c.bytes);
