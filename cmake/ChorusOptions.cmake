@@ -12,10 +12,13 @@ if(CHORUS_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# Warnings for our own targets only (dependencies' headers are SYSTEM).
+# Warnings for our own targets only (dependencies' headers are SYSTEM), and
+# for their C++ files only: nvcc takes none of these flags (a target with CUDA
+# kernels, ops/cuda/, mixes both languages).
 function(chorus_set_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>)
   if(CHORUS_WERROR)
-    target_compile_options(${target} PRIVATE -Werror)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
   endif()
 endfunction()

@@ -8,8 +8,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ops/device.h"
 
@@ -43,6 +45,18 @@ class CudaDevice : public DeviceOps {
 
  private:
   CudaDevice(int index, cudaStream_t stream) : index_(index), stream_(stream) {}
+  // Makes this GPU the calling thread's current device: every call does,
+  // since the thread calling (the background thread, a test) may have made
+  // another one current.
+  Status use_device() const;
+  // cuda_status naming this device: "<what> on cuda:<index> failed: ...".
+  Status checked(const std::string& what, cudaError_t error) const;
+  // Copies `bytes` of `in` into scratch memory on the stream (allocated and
+  // freed in stream order, so nothing waits) and queues `work` to read it:
+  // for conversions whose input and output overlap, which no parallel
+  // kernel can do in place.
+  Status with_staged_input(const void* in, size_t bytes, const std::function<Status(const void*)>& work);
+
   int index_;
   cudaStream_t stream_;
 };

@@ -16,12 +16,16 @@ namespace chorus {
 
 class CudaEvent : public Event {
  public:
-  // An event recorded on `stream` now.
+  // An event recorded on `stream` now. The stream's device must be the
+  // calling thread's current one (CudaDevice's calls make it so).
   static Status record(cudaStream_t stream, std::shared_ptr<const CudaEvent>* out);
   ~CudaEvent() override;
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
 
+  // True once the work before it has run, or when its stream failed (the
+  // event then never completes; the failure shows in the backend's work and
+  // in to_host, and synchronize() logs it).
   bool done() const override;
   void synchronize() const override;
   cudaEvent_t get() const { return event_; }

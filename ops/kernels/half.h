@@ -1,20 +1,28 @@
 // float16 (IEEE binary16) and bfloat16 conversions, round to nearest even.
 // Reductions and scaling of these types compute in float32.
+//
+// The inline ones are also the CUDA device's (ops/cuda/ kernels call them),
+// so a GPU rounds, and keeps NaN payloads, bit for bit as the host does;
+// cuda_fp16.h's __float2half_rn and cuda_bf16.h's __float2bfloat16_rn make
+// every NaN 0x7fff (seen on their host path). On the device they need IEEE
+// float arithmetic (no flush to zero: never build them with --use_fast_math).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "ops/kernels/host_and_device.h"
+
 namespace chorus {
 
-inline float bfloat16_to_float(uint16_t value) {
+CHORUS_HOST_DEVICE inline float bfloat16_to_float(uint16_t value) {
   uint32_t bits = static_cast<uint32_t>(value) << 16;
   float out;
   std::memcpy(&out, &bits, sizeof(out));
   return out;
 }
 
-inline uint16_t float_to_bfloat16(float value) {
+CHORUS_HOST_DEVICE inline uint16_t float_to_bfloat16(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
   if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
@@ -31,7 +39,7 @@ uint16_t float_to_float16(float value);
 // results for every input (NaN payloads included), written as arithmetic and
 // selects so that loops over them vectorise; the shared-memory reduction
 // widens and narrows whole blocks with them.
-inline float widen_float16(uint16_t value) {
+CHORUS_HOST_DEVICE inline float widen_float16(uint16_t value) {
   // Exponent and mantissa shifted into float position, then scaled by
   // 2^(127-15): exact for normal and subnormal halves alike. An all-ones
   // half exponent lands at or above 2^16 and becomes float infinity/NaN
@@ -49,7 +57,7 @@ inline float widen_float16(uint16_t value) {
   return out;
 }
 
-inline uint16_t narrow_to_float16(float value) {
+CHORUS_HOST_DEVICE inline uint16_t narrow_to_float16(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
   const uint32_t sign = (bits >> 16) & 0x8000u;
