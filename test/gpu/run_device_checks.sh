@@ -8,7 +8,9 @@
 # machine with a GPU is a FAIL, since every check here needs the GPU):
 #   1. the bundle's programs find every library (CUDA's from this machine)
 #   2. the bundled mpirun runs a CPU test at np=2 (mpi_backend_test)
-#   3. the device-operations contract on the real GPU (device_contract_test)
+#   3. the device-operations contract on the real GPU (device_contract_test),
+#      CudaDevice's own cases and the public CUDA helpers (cuda_device_test,
+#      cuda_api_test without its one case for machines without a GPU)
 #   4. every collective through NCCL at np=1 (nccl_backend_test)
 #   5. every collective through the host-staged path at np=2 on the one GPU
 #      (staged_backend_test; NCCL refuses two ranks on one GPU)
@@ -117,7 +119,7 @@ fi
 gtest_step "mpirun np=2 (CPU)" 120 "${mpirun[@]}" -np 2 "$bin/mpi_backend_test" --gtest_brief=1 --gtest_color=no
 
 if ((gpus == 0)); then
-  for step in "device contract" "NCCL collectives np=1" "staged collectives np=2" "pack bandwidth" \
+  for step in "device contract" "CUDA device" "CUDA API" "NCCL collectives np=1" "staged collectives np=2" "pack bandwidth" \
               "64 MiB allreduce" "train_mnist_cuda np=1" "train_mnist_cuda np=2"; do
     report "$step" "NOT RUN" "$no_gpu"
   done
@@ -127,6 +129,8 @@ fi
 
 # 3-5. Correctness on the GPU.
 gtest_step "device contract" 120 "$bin/device_contract_test" --gtest_brief=1 --gtest_color=no
+gtest_step "CUDA device" 60 "$bin/cuda_device_test" --gtest_brief=1 --gtest_color=no
+gtest_step "CUDA API" 60 "$bin/cuda_api_test" --gtest_brief=1 --gtest_color=no --gtest_filter=-*WithoutAGpu*
 gtest_step "NCCL collectives np=1" 180 "${mpirun[@]}" -np 1 "$bin/nccl_backend_test" --gtest_brief=1 --gtest_color=no
 gtest_step "staged collectives np=2" 180 "${mpirun[@]}" -np 2 "$bin/staged_backend_test" --gtest_brief=1 --gtest_color=no
 
