@@ -10,7 +10,8 @@ DeviceProbe probe_devices() {
   if (probe.error != cudaSuccess) {
     probe.count = 0;
     // The failed call leaves its error as this thread's last error; clear it
-    // so that it is not reported again by a later, unrelated check.
+    // so that a later, unrelated check does not report it (without a driver
+    // every call reports it again anyway).
     (void)cudaGetLastError();
   }
   return probe;

@@ -77,11 +77,13 @@ int main(int argc, char** argv) {
   try {
     int device = -1;
     const std::string problem = find_device(rank, &device);
+    // Said before the agreement below, which every rank reaches: a rank that
+    // exits first cannot get this one killed before it has said why.
+    if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
     // Every rank learns whether all of them can train, so that none waits
     // in a collective for a rank that stopped.
     const bool all_ready = train_mnist_cuda::allreduce_min(problem.empty() ? 1 : 0, "train_mnist_cuda.ready") == 1;
     if (!problem.empty()) {
-      std::fprintf(stderr, "%s\n", problem.c_str());
       status = 1;
     } else if (!all_ready) {
       std::fprintf(stderr, "train_mnist_cuda: rank %d: stopping: another rank cannot train (its message says why)\n",
