@@ -150,10 +150,6 @@ void MlpModel::backward(const float* x, int rows, bool accumulate,
   gradients_queued(Layer::kHiddenLayer);
 }
 
-}  // namespace train_mnist_cuda
-
-namespace train_mnist_cuda {
-
 float MlpModel::gradient_norm() {
   // The result goes to device memory and is read after a sleeping wait: in
   // host pointer mode cuBLAS would wait for it by itself, spinning.
