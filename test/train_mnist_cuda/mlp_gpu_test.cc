@@ -157,7 +157,8 @@ TEST_F(GpuTest, GatherTakesTheIndexedRows) {
   EXPECT_EQ(to_host(y.get(), 3, stream()), (std::vector<int32_t>{5, 3, 5}));
   for (int row = 0; row < 3; ++row) {
     for (int col = 0; col < features; col += 97) {
-      EXPECT_EQ(got[static_cast<size_t>(row * features + col)], images[static_cast<size_t>(indices[size_t(row)] * features + col)]);
+      const size_t source = static_cast<size_t>(indices[static_cast<size_t>(row)] * features + col);
+      EXPECT_EQ(got[static_cast<size_t>(row * features + col)], images[source]);
     }
   }
 }
