@@ -13,6 +13,7 @@
 #include "host_collectives.h"
 #include "idx_files.h"
 #include "kernels.h"
+#include "chorus/cuda.h"
 #include "stream_event.h"
 
 namespace train_mnist_cuda {
@@ -142,7 +143,7 @@ void Trainer::restore_and_synchronize() {
 void Trainer::submit_gradients(Layer layer) {
   // One event after both gradients' kernels: the allreduces start once it
   // has fired, on the runtime's side, while this thread queues more work.
-  const std::shared_ptr<const StreamEvent> ready = StreamEvent::record(stream_.get());
+  const std::shared_ptr<const chorus::Event> ready = chorus::cuda_event_on(stream_.get());
   const ParameterSlice weight = layer == Layer::kOutputLayer ? kOutputWeight : kHiddenWeight;
   const ParameterSlice bias = layer == Layer::kOutputLayer ? kOutputBias : kHiddenBias;
   for (const ParameterSlice& slice : {weight, bias}) {
@@ -155,11 +156,16 @@ void Trainer::submit_gradients(Layer layer) {
 }
 
 void Trainer::optimizer_step() {
-  // Handle::completion_event() would let the stream wait instead of this
-  // thread, but the public API has no way yet to turn it into a cudaEvent_t
-  // for cudaStreamWaitEvent; wait() returns once the results are in place.
-  for (const chorus::Handle& handle : pending_) handle.wait();
-  pending_.clear();
+  // The last step's allreduces have long finished: their errors, if any,
+  // surface here (a failure stops the job's runtime anyway).
+  for (const chorus::Handle& handle : finishing_) handle.wait();
+  finishing_.clear();
+  // This step's: the stream waits for each result on the GPU, so Adam is
+  // queued at once and this thread goes on (completion_event() returns once
+  // the collective is queued on the runtime's stream, and throws its error
+  // if it failed before that).
+  for (const chorus::Handle& handle : pending_) chorus::cuda_stream_wait(stream_.get(), handle.completion_event());
+  finishing_.swap(pending_);
   float grad_scale = 1.0f;
   if (options_.clip_grad_norm > 0) {
     // As torch::nn::utils::clip_grad_norm_ on the averaged gradients.

@@ -98,7 +98,8 @@ class Trainer {
   DeviceBuffer<float> batch_images_;
   DeviceBuffer<int32_t> batch_labels_;
   DeviceBuffer<double> stats_;  // the sums of the loss kernel, slots below
-  std::vector<chorus::Handle> pending_;
+  std::vector<chorus::Handle> pending_;    // this step's allreduces
+  std::vector<chorus::Handle> finishing_;  // the last step's: checked at the next
   TrainingProgress progress_;
 };
 
