@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "ops/backend_registry.h"
+#ifdef CHORUS_WITH_CUDA
+#include "ops/cuda/cuda_binding.h"
+#endif
 
 namespace chorus {
 namespace {
@@ -98,6 +101,14 @@ TEST(GpuRecord, RoundTripsAndCutsLongStrings) {
   record[0] = 42;  // a state this build does not know
   EXPECT_EQ(decode_rank_gpu(record).state, RankGpu::State::kFailed);
 }
+
+#ifdef CHORUS_WITH_CUDA
+TEST(GpuRecord, UuidsAreSpelledLikeNvidiaSmi) {
+  unsigned char bytes[16];
+  for (int i = 0; i < 16; ++i) bytes[i] = static_cast<unsigned char>(i == 15 ? 0xff : i);
+  EXPECT_EQ(gpu_uuid_text(bytes), "GPU-00010203-0405-0607-0809-0a0b0c0d0eff");
+}
+#endif
 
 TEST(SharedGpus, TheFirstPairOfRanksOnOneUuid) {
   EXPECT_FALSE(find_shared_gpu({}));
