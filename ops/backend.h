@@ -95,6 +95,13 @@ class Backend {
   // Runs allreduces with `algorithm` (one of the names above) from now on;
   // called between cycles, by every rank alike.
   virtual Status use_allreduce_algorithm(const std::string& algorithm);
+
+  // The job is failing: end this backend's outstanding work with an error
+  // now (work in flight on a device, which a dead peer would otherwise keep
+  // waiting), and fail every later collective naming `reason`. Called from
+  // any thread. Host backends finish their work before they return and have
+  // nothing to end.
+  virtual void abort(const std::string& reason) { (void)reason; }
 };
 
 }  // namespace chorus
