@@ -10,11 +10,11 @@
 // done. Host memory's backends (HostBackend: MPI, shared memory, the
 // hierarchical path) finish their collectives before they return.
 //
-// Adding a backend (NCCL, say): implement DeviceOps for the device (its
-// stream, its allocator, its kernels) and this interface with the
-// transport's collectives enqueued on that stream; return work whose test()
-// asks the stream. Register it in Communication::start ahead of the host
-// backend. docs/DESIGN.md walks through it.
+// Adding a backend: implement DeviceOps for the device (its stream, its
+// allocator, its kernels) and this interface with the transport's
+// collectives enqueued on that stream; return work whose test() asks the
+// stream. Register it in Communication::start ahead of the host backend.
+// ops/nccl/ is the worked example (docs/DESIGN.md, "The NCCL backend").
 #pragma once
 
 #include <cstdint>
