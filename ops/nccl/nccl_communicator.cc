@@ -67,10 +67,9 @@ Status NcclCommunicator::create(const ncclUniqueId& id, int rank, int size, int 
   ncclComm_t comm = nullptr;
   const ncclResult_t started = ncclCommInitRankConfig(&comm, size, unique_id, rank, &config);
   if (call_failed(started) || comm == nullptr) {
-    const Status status = nccl_status(what, started == ncclSuccess ? ncclInternalError : started,
-                                      comm == nullptr ? nullptr : last_error_of(comm).c_str());
+    const std::string last_error = comm == nullptr ? std::string() : last_error_of(comm);
     if (comm != nullptr) (void)ncclCommAbort(comm);
-    return status;
+    return nccl_status(what, started == ncclSuccess ? ncclInternalError : started, last_error.c_str());
   }
   std::shared_ptr<NcclCommunicator> communicator(new NcclCommunicator(comm, rank, size, device, close_timeout));
   const Status joined = communicator->settle(what, join_timeout);
