@@ -8,15 +8,19 @@
 // aborted at any point. Every call then returns at once, possibly with
 // ncclInProgress, and the communicator's state (ncclCommGetAsyncError) turns
 // ncclSuccess once the call's work is enqueued on the stream, or an error.
-// launch() polls that state with short sleeps (the steady-state collective
-// launches inline and returns ncclSuccess; ncclInProgress is mostly
-// connection setup), so a caller sees a collective either enqueued or
-// failed, never half-enqueued.
+// launch() polls that state with short sleeps, so a caller sees a
+// collective either enqueued or failed, never half-enqueued. The price, in
+// NCCL 2.28: a non-blocking communicator of more than one rank launches
+// every collective (every group) from a thread of its own and returns
+// ncclInProgress, so each launch costs the background thread a thread start
+// and at least one ~50 us sleep; fusion keeps collectives to a few per cycle.
+// (On one rank NCCL enqueues a copy or a scaling kernel at once.)
 //
 // Threads: the background thread launches collectives, the completion
 // thread polls for asynchronous errors, and abort() may come from any
-// thread. One mutex serialises every NCCL call on the communicator; it is
-// held only for single calls, which return at once on a non-blocking
+// thread. One mutex serialises every NCCL call on the communicator (even
+// ncclCommGetAsyncError changes it: it joins a finished launch's thread);
+// it is held only for single calls, which return at once on a non-blocking
 // communicator (ncclCommAbort excepted), never across a poll's sleep.
 //
 // Failure: the first failure (abort(), a timeout, or an NCCL error other
