@@ -84,9 +84,10 @@ class NcclBackend : public Backend {
   WorkPtr reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts, DataType dtype,
                         ReduceOp op, double factor) override;
   WorkPtr barrier() override;
-  // Ends the communicator now (ncclCommAbort): outstanding work and every
-  // later collective fail with "the NCCL communicator was aborted:
-  // <reason>". From any thread.
+  // Ends the communicator (ncclCommAbort): outstanding work and every later
+  // collective fail with "the NCCL communicator was aborted: <reason>", at
+  // once, on every thread. From any thread; it returns when NCCL's kernels
+  // are off the stream (the stream's work queued before them runs first).
   void abort(const std::string& reason) override;
 
  private:

@@ -162,7 +162,11 @@ Status NcclCommunicator::poll() {
   ncclResult_t state = ncclSuccess;
   std::string last_error;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    // Never waits: the mutex may be held by a launch (briefly) or by an
+    // abort (until NCCL's kernels are off the stream), which has recorded
+    // its failure first.
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return failure();
     if (comm_ == nullptr) return failure();
     const ncclResult_t asked = ncclCommGetAsyncError(comm_, &state);
     if (asked != ncclSuccess) state = asked;

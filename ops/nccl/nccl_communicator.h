@@ -95,15 +95,18 @@ class NcclCommunicator {
   // as a Status (ncclRedOpDestroy).
   Status call(const std::string& what, const std::function<ncclResult_t(ncclComm_t)>& calls);
 
-  // The state now, without waiting for the network: OK (also while work is
-  // in flight), or the failure. An asynchronous NCCL error found here aborts
-  // the communicator first. Called from any thread.
+  // The state now, never waiting: OK (also while work is in flight, or
+  // while another thread is in an NCCL call), or the failure. An
+  // asynchronous NCCL error found here aborts the communicator first.
+  // Called from any thread.
   Status poll();
 
   // Ends the communicator with `failure` (its first failure wins): NCCL's
   // outstanding work on the device stops and every later call returns the
-  // first failure. Called from any thread; waits for an NCCL call another
-  // thread is in to return (they return at once), never for the network.
+  // first failure. Called from any thread. The failure is on record before
+  // ncclCommAbort starts, which returns only once NCCL's kernels are off the
+  // stream (the work queued before them on it runs first); other threads'
+  // calls fail at once meanwhile.
   void fail(const Status& failure);
   // fail() with Aborted("the NCCL communicator was aborted: <reason>").
   void abort(const std::string& reason);

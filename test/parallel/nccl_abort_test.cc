@@ -46,6 +46,9 @@ class NcclAbortTest : public ::testing::Test {
   }
 };
 
+// ncclCommAbort itself returns only once NCCL's kernels are off the stream,
+// and here they wait behind the gate: abort() runs on a thread of its own,
+// as in the runtime, and the gate opens once the failure has been seen.
 TEST_F(NcclAbortTest, AbortEndsOutstandingAndLaterWorkWithTheReason) {
   std::unique_ptr<NcclJob> job;
   ASSERT_TRUE(is_ok(NcclJob::create(chorus::NcclOptions{}, &job)));
@@ -53,15 +56,13 @@ TEST_F(NcclAbortTest, AbortEndsOutstandingAndLaterWorkWithTheReason) {
   std::shared_ptr<void> data = to_device(job->device(), nullptr, kCount * sizeof(float));
   {
     StreamGate gate(job->device());
-    WorkPtr outstanding =
-        backend.allreduce(data.get(), data.get(), kCount, DataType::kFloat32, ReduceOp::kSum, 1.0);
+    WorkPtr outstanding = backend.allreduce(data.get(), data.get(), kCount, DataType::kFloat32, ReduceOp::kSum, 0.5);
     ASSERT_TRUE(outstanding);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_FALSE(outstanding->test()) << "the gate should hold the collective";
 
-    // From another thread, as the runtime's failure handling would.
-    std::thread([&] { backend.abort("rank 3 exited (test)"); }).join();
-    EXPECT_TRUE(outstanding->test());
+    std::thread aborting([&] { backend.abort("rank 3 exited (test)"); });
+    EXPECT_TRUE(eventually([&] { return outstanding->test(); }, std::chrono::seconds(10)));
     const Status ended = outstanding->wait();
     EXPECT_EQ(ended.code(), StatusCode::kAborted);
     EXPECT_EQ(ended.message(), "the NCCL communicator was aborted: rank 3 exited (test)");
@@ -77,6 +78,7 @@ TEST_F(NcclAbortTest, AbortEndsOutstandingAndLaterWorkWithTheReason) {
     backend.abort("a second reason");  // the first one stays
     EXPECT_EQ(backend.barrier()->wait().message(), ended.message());
     gate.open();
+    aborting.join();
   }
   report_stream(job->device());
 }
@@ -91,16 +93,21 @@ TEST_F(NcclAbortTest, WorkThatDoesNotFinishInTimeAbortsTheCommunicator) {
   {
     StreamGate gate(job->device());
     WorkPtr outstanding = backend.broadcast(data.get(), kCount * sizeof(float), 0);
+    // The timeout's abort waits for NCCL's kernels, which wait for the gate.
+    std::thread opener([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      gate.open();
+    });
     const auto began = std::chrono::steady_clock::now();
     const Status timed_out = outstanding->wait();
     const auto waited = std::chrono::steady_clock::now() - began;
+    opener.join();
     EXPECT_EQ(timed_out.code(), StatusCode::kTimeout);
     EXPECT_THAT(timed_out.message(),
                 HasSubstr("NCCL broadcast did not finish within 0.3 s: a peer rank did not take part"));
     EXPECT_GE(waited, std::chrono::milliseconds(300));
     EXPECT_LT(waited, std::chrono::seconds(10));
     EXPECT_EQ(backend.barrier()->wait().message(), timed_out.message());
-    gate.open();
   }
   report_stream(job->device());
 }
