@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "ops/backend_registry.h"
 #include "ops/cuda/cuda_device.h"
 #include "ops/nccl/nccl_communicator.h"
 
@@ -132,5 +133,12 @@ class NcclBackend : public Backend {
 // communicator of one). NCCL refuses two ranks on one GPU ("Duplicate GPU").
 Status make_nccl_backend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
                          const NcclOptions& options, std::unique_ptr<Backend>* out);
+
+// A BackendMaker (ops/backend_registry.h) for the NCCL backend on GPU
+// `device_index`: makes the CudaDevice, then make_nccl_backend. A rank whose
+// GPU cannot be set up still takes part in the set-up's agreement, so every
+// rank fails, naming it, instead of waiting for it. For Communication::start
+// and for tests that run the runtime over NCCL (detail::init_with_backends).
+BackendMaker nccl_backend_maker(int device_index, const NcclOptions& options = {});
 
 }  // namespace chorus

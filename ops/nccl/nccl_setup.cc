@@ -40,10 +40,14 @@ Status agree(Backend* transport, int size, const Status& mine, const std::string
 
 }  // namespace
 
-Status make_nccl_backend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
-                         const NcclOptions& options, std::unique_ptr<Backend>* out) {
-  if (device == nullptr || transport == nullptr || out == nullptr) {
-    return Status::InvalidArgument("make_nccl_backend: the device, the transport and the output must be given");
+namespace {
+
+// make_nccl_backend, for a device that may have failed to come up
+// (`device_status`): that failure goes into the first agreement.
+Status set_up(std::unique_ptr<CudaDevice> device, const Status& device_status, int device_index,
+              std::unique_ptr<Backend> transport, const NcclOptions& options, std::unique_ptr<Backend>* out) {
+  if (transport == nullptr || out == nullptr) {
+    return Status::InvalidArgument("make_nccl_backend: the transport and the output must be given");
   }
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -55,20 +59,24 @@ Status make_nccl_backend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Bac
   Backend* channel = transport.get();
 
   ncclUniqueId id{};
-  const Status made = rank == 0 ? nccl_status("ncclGetUniqueId", ncclGetUniqueId(&id)) : Status::OK();
-  CHORUS_RETURN_IF_ERROR(agree(channel, size, made, "ncclGetUniqueId"));
+  Status ready = device_status;
+  if (ready.ok() && device == nullptr) ready = Status::InvalidArgument("make_nccl_backend: no CUDA device given");
+  if (ready.ok() && rank == 0) ready = nccl_status("ncclGetUniqueId", ncclGetUniqueId(&id));
+  CHORUS_RETURN_IF_ERROR(agree(channel, size, ready,
+                               "preparing CUDA device " + std::to_string(device_index) + " (and, on rank 0, "
+                               "the NCCL unique id)"));
   CHORUS_RETURN_IF_ERROR(channel->broadcast(&id, static_cast<int64_t>(sizeof(id)), 0)->wait());
 
-  const int index = device->index();
   std::shared_ptr<NcclCommunicator> comm;
-  Status joined = NcclCommunicator::create(id, rank, size, index, options.timeout, options.close_timeout, &comm);
+  Status joined =
+      NcclCommunicator::create(id, rank, size, device_index, options.timeout, options.close_timeout, &comm);
   std::unique_ptr<NcclBackend> backend;
   if (joined.ok()) {
     backend = std::make_unique<NcclBackend>(std::move(device), std::move(transport), comm, options);
     joined = backend->init_status();
   }
   const Status agreed =
-      agree(channel, size, joined, "joining the NCCL communicator on CUDA device " + std::to_string(index));
+      agree(channel, size, joined, "joining the NCCL communicator on CUDA device " + std::to_string(device_index));
   if (!agreed.ok()) {
     // Locally, at once: closing in order would wait for the ranks that failed.
     if (comm) comm->abort(agreed.message());
@@ -76,6 +84,22 @@ Status make_nccl_backend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Bac
   }
   *out = std::move(backend);
   return Status::OK();
+}
+
+}  // namespace
+
+Status make_nccl_backend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
+                         const NcclOptions& options, std::unique_ptr<Backend>* out) {
+  const int index = device == nullptr ? -1 : device->index();
+  return set_up(std::move(device), Status::OK(), index, std::move(transport), options, out);
+}
+
+BackendMaker nccl_backend_maker(int device_index, const NcclOptions& options) {
+  return [device_index, options](std::unique_ptr<Backend> transport, std::unique_ptr<Backend>* out) {
+    std::unique_ptr<CudaDevice> device;
+    const Status created = CudaDevice::create(device_index, &device);
+    return set_up(std::move(device), created, device_index, std::move(transport), options, out);
+  };
 }
 
 }  // namespace chorus
