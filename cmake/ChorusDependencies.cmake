@@ -30,6 +30,10 @@ if(CHORUS_WITH_CUDA)
     set(CMAKE_CUDA_ARCHITECTURES 80 90)
   endif()
   enable_language(CUDA)
+  # One CUDA runtime per process, the shared one that CUDA::cudart names:
+  # CMake otherwise links cudart_static into every target with .cu files,
+  # and a program linking both would hold two runtimes.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})

@@ -73,7 +73,8 @@ void Communication::create_trigger(const Config& config, LocalPeers peers) {
 void Communication::negotiate_through_shm(const Config& config) {
   // The controller's vector: three sections of one bit per cache slot, a
   // flags word and the autotuner's words (controller.h; 8 leaves room for
-  // its 4); longer ones, which this does not expect, would go through MPI.
+  // its 2 plus one per knob, 5 with today's 3 knobs); longer ones would go
+  // through MPI.
   // Every rank lays the slots out alike: the ranks agreed on the capacity.
   const size_t max_words = 3 * static_cast<size_t>((config.cache_capacity + 63) / 64) + 1 + 8;
   // As long as the shared-memory allreduce's own waits: ranks enter a

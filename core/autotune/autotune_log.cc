@@ -5,7 +5,7 @@
 
 namespace chorus {
 
-Status AutotuneLog::open(const std::string& path) {
+Status AutotuneLog::open(const std::string& path, const std::vector<std::string>& columns) {
   close();
   std::FILE* file = std::fopen(path.c_str(), "w");
   if (file == nullptr) {
@@ -14,7 +14,10 @@ Status AutotuneLog::open(const std::string& path) {
   }
   file_ = file;
   path_ = path;
-  if (std::fputs("sample,kind,fusion_threshold_bytes,cycle_time_ms,algorithm,bytes_per_second,best\n", file_) < 0 ||
+  std::string header = "sample,kind";
+  for (const std::string& column : columns) header += "," + column;
+  header += ",bytes_per_second,best\n";
+  if (std::fputs(header.c_str(), file_) < 0 ||
       std::fflush(file_) != 0) {
     const std::string reason = std::strerror(errno);
     close();
@@ -23,13 +26,14 @@ Status AutotuneLog::open(const std::string& path) {
   return Status::OK();
 }
 
-Status AutotuneLog::row(size_t sample, const char* kind, const TuningSettings& settings, const std::string& algorithm,
+Status AutotuneLog::row(size_t sample, const char* kind, const std::vector<std::string>& values,
                         double bytes_per_second, bool best) {
   if (file_ == nullptr) return Status::OK();
-  // %.10g: cycle times as set (2.3, not 2.2999999999999998); %.6e: scores are measurements.
-  const int written = std::fprintf(file_, "%zu,%s,%lld,%.10g,%s,%.6e,%d\n", sample, kind,
-                                   static_cast<long long>(settings.fusion_threshold_bytes), settings.cycle_time_ms,
-                                   algorithm.c_str(), bytes_per_second, best ? 1 : 0);
+  std::string settings;
+  for (const std::string& value : values) settings += value + ",";
+  // %.6e: scores are measurements.
+  const int written = std::fprintf(file_, "%zu,%s,%s%.6e,%d\n", sample, kind, settings.c_str(), bytes_per_second,
+                                   best ? 1 : 0);
   if (written < 0 || std::fflush(file_) != 0) {
     const std::string reason = std::strerror(errno);
     close();

@@ -1,5 +1,8 @@
 // AutotuneLog: the CSV file rank 0 writes when CHORUS_AUTOTUNE_LOG is set,
-// one row per measured sample and a last row for the setting that was kept:
+// one row per measured sample and a last row for the setting that was kept.
+// The columns between kind and bytes_per_second are the knobs', named and
+// ordered as the runtime declares them (autotune_knob.h), so a new knob is a
+// new column without a change here; with the standard knobs:
 //
 //   sample,kind,fusion_threshold_bytes,cycle_time_ms,algorithm,bytes_per_second,best
 //   0,start,67108864,0,shm,1.234e+09,1
@@ -16,8 +19,8 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
-#include "autotune/autotune_space.h"
 #include "chorus/status.h"
 
 namespace chorus {
@@ -29,14 +32,15 @@ class AutotuneLog {
   AutotuneLog(const AutotuneLog&) = delete;
   AutotuneLog& operator=(const AutotuneLog&) = delete;
 
-  // Creates (truncates) the file and writes the header; an unwritable path
-  // is an error naming it.
-  Status open(const std::string& path);
+  // Creates (truncates) the file and writes the header with the knobs'
+  // `columns` ("fusion_threshold_bytes", ...); an unwritable path is an
+  // error naming it.
+  Status open(const std::string& path, const std::vector<std::string>& columns);
   bool enabled() const { return file_ != nullptr; }
   // A failed write is reported once and closes the log (the job goes on).
-  // `algorithm`: the name of the settings' algorithm.
-  Status row(size_t sample, const char* kind, const TuningSettings& settings, const std::string& algorithm,
-             double bytes_per_second, bool best);
+  // `values`: one per column, as TuningSpace::format writes them.
+  Status row(size_t sample, const char* kind, const std::vector<std::string>& values, double bytes_per_second,
+             bool best);
   void close();
 
  private:

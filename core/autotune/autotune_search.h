@@ -1,6 +1,6 @@
 // BayesianSearch: a deterministic, sample-efficient maximiser of a noisy,
-// expensive objective over a small grid (the autotuner's fusion threshold x
-// cycle time x algorithm; autotune_space.h builds that grid).
+// expensive objective over a small grid (the autotuner's knobs, e.g. fusion
+// threshold x cycle time x algorithm; autotune_space.h builds that grid).
 //
 // Each dimension is a list of candidate values, given as coordinates in
 // [0, 1] (the caller decides the scale: log for sizes, linear for times, 0

@@ -1,80 +1,96 @@
-// What the autotuner searches: the fusion threshold, the cycle time and the
-// allreduce algorithm, each as a grid for BayesianSearch (autotune_search.h),
-// and how a chosen setting travels from rank 0 to every rank.
+// What the autotuner searches: a list of knobs (autotune_knob.h), each a grid
+// of candidates for BayesianSearch (autotune_search.h), and how a chosen
+// setting travels from rank 0 to every rank.
 //
-// Grids (a setting the user set explicitly has its value only):
-//   fusion threshold  1 MiB .. 128 MiB in half-octave steps (log scale)
-//   cycle time        0 .. 10 ms in 0.5 ms steps
-//   algorithm         one of the allreduce algorithms host memory's backend
-//                     can switch between (Backend::allreduce_algorithms:
-//                     "shm" or "mpi" on one host); fixed when it has one, or
-//                     when the user chose the path (CHORUS_SHM_ALLREDUCE,
-//                     CHORUS_SHM_ALLREDUCE_THRESHOLD or
-//                     CHORUS_HIERARCHICAL_ALLREDUCE set)
-// The settings in effect at init() are always a candidate (added to a grid
-// if they are not on it), so the search starts from them.
+// The space knows knobs only through their generic description, so adding
+// one (runtime.cc, tuning_knobs()) changes neither the search, nor the
+// message, nor the log: they loop over the list.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "autotune/autotune_knob.h"
 #include "autotune/autotune_search.h"
-#include "base/config.h"
 
 namespace chorus {
 
-struct TuningSettings {
-  int64_t fusion_threshold_bytes = 0;
-  double cycle_time_ms = 0.0;
-  // Index into the backend's allreduce algorithms (the same list on every
-  // rank); 0 is the one in use at the start.
-  int algorithm = 0;
+// One value per knob of a TuningSpace, in its order (a number, or a
+// categorical knob's label index; TuningSpace::value gives a knob's by name).
+class TuningSettings {
+ public:
+  TuningSettings() = default;
+  explicit TuningSettings(std::vector<double> values) : values_(std::move(values)) {}
+  TuningSettings(std::initializer_list<double> values) : values_(values) {}
 
-  bool operator==(const TuningSettings& other) const {
-    return fusion_threshold_bytes == other.fusion_threshold_bytes && cycle_time_ms == other.cycle_time_ms &&
-           algorithm == other.algorithm;
-  }
+  size_t size() const { return values_.size(); }
+  double operator[](size_t knob) const { return values_.at(knob); }
+  const std::vector<double>& values() const { return values_; }
+
+  // Exact: a value that travelled between ranks is the one that was sent.
+  bool operator==(const TuningSettings& other) const { return values_ == other.values_; }
   bool operator!=(const TuningSettings& other) const { return !(*this == other); }
+
+ private:
+  std::vector<double> values_;
 };
+
+// "{67108864, 0, 0}", every digit (for test failures; describe() is for people).
+std::ostream& operator<<(std::ostream& out, const TuningSettings& settings);
 
 class TuningSpace {
  public:
-  // `algorithms`: the allreduce algorithms host memory's backend can switch
-  // between, the one in use first (Backend::allreduce_algorithms).
-  TuningSpace(const Config& config, std::vector<std::string> algorithms);
+  // The knobs' order is the search's dimensions', the message's and the log's
+  // columns'.
+  explicit TuningSpace(std::vector<TuningKnob> knobs);
+
+  const std::vector<TuningKnob>& knobs() const { return knobs_; }
+  // The index of the knob called `name`, or knobs().size() if there is none.
+  size_t index_of(const std::string& name) const;
+  // Knob `name`'s value in `settings` (std::out_of_range if there is no such knob).
+  KnobValue value(const TuningSettings& settings, const std::string& name) const;
+  // Knob `name` has more than one candidate.
+  bool searches(const std::string& name) const;
 
   std::vector<SearchDimension> dimensions() const;
   // The settings in effect at init().
   SearchPoint start() const { return start_; }
   TuningSettings settings_at(const SearchPoint& point) const;
-  bool tunes_fusion_threshold() const { return thresholds_.size() > 1; }
-  bool tunes_cycle_time() const { return cycle_times_.size() > 1; }
-  bool tunes_algorithm() const { return searched_algorithms_ > 1; }
-  // The name of algorithm `index` ("shm").
-  const std::string& algorithm_name(int index) const { return algorithms_.at(static_cast<size_t>(index)); }
   // "fusion threshold 8388608 bytes, cycle time 2.5 ms, algorithm shm".
   std::string describe(const TuningSettings& settings) const;
+  // Each value as the log writes it ("8388608", "2.5", "shm").
+  std::vector<std::string> format(const TuningSettings& settings) const;
+  // Applies every knob's value in order (TuningKnob::apply); the first error
+  // stops it. A knob without an apply callback is an Internal error.
+  Status apply(const TuningSettings& settings) const;
 
  private:
-  std::vector<int64_t> thresholds_;
-  std::vector<double> cycle_times_;
-  std::vector<std::string> algorithms_;
-  size_t searched_algorithms_ = 1;  // the first ones of algorithms_
+  std::vector<TuningKnob> knobs_;
   SearchPoint start_;
 };
 
 // The settings and the sample they belong to, as words that ride along the
 // negotiation's OR allreduce (rank 0 writes them, the others write zeros,
-// so every rank reads rank 0's bits exactly).
+// so every rank reads rank 0's bits exactly). Each knob's value travels as
+// the bits of its double, not as an index into a grid: grids can differ
+// between ranks (a cycle time set on rank 0 only, which is rank 0's alone),
+// and a categorical knob's label index is the same on every rank.
 struct TuningMessage {
-  static constexpr size_t kWords = 4;
+  // generation, then flags; then one word per knob.
+  static constexpr size_t kHeaderWords = 2;
+  // The words for `knobs` knobs: the same on every rank, which run the same knobs.
+  static size_t words(size_t knobs) { return kHeaderWords + knobs; }
+
   uint64_t generation = 0;  // 0: nothing published yet; changes with every new setting
   bool frozen = false;      // the search is over; these settings stay
   TuningSettings settings;
 
   std::vector<uint64_t> encode() const;
-  static TuningMessage decode(const std::vector<uint64_t>& words);
+  // Words for fewer than `knobs` knobs decode as nothing published.
+  static TuningMessage decode(const std::vector<uint64_t>& words, size_t knobs);
 };
 
 }  // namespace chorus

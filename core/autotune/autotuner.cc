@@ -39,9 +39,9 @@ bool marks_steps(Response::Type type) {
 
 }  // namespace
 
-Status Autotuner::create(const Config& config, const std::vector<std::string>& algorithms, int rank,
+Status Autotuner::create(const Config& config, std::vector<TuningKnob> knobs, int rank,
                          std::unique_ptr<Autotuner>* out) {
-  std::unique_ptr<Autotuner> tuner(new Autotuner(config, algorithms, rank));
+  std::unique_ptr<Autotuner> tuner(new Autotuner(config, std::move(knobs), rank));
   if (rank == 0) {
     SearchOptions options;
     options.seed = kSearchSeed;
@@ -51,34 +51,39 @@ Status Autotuner::create(const Config& config, const std::vector<std::string>& a
     options.min_gain = kMinGain;
     CHORUS_RETURN_IF_ERROR(
         BayesianSearch::create(tuner->space_.dimensions(), tuner->space_.start(), options, &tuner->search_));
-    if (!config.autotune_log_path.empty()) CHORUS_RETURN_IF_ERROR(tuner->log_.open(config.autotune_log_path));
+    if (!config.autotune_log_path.empty()) {
+      std::vector<std::string> columns;
+      for (const TuningKnob& knob : tuner->space_.knobs()) columns.push_back(knob.name);
+      CHORUS_RETURN_IF_ERROR(tuner->log_.open(config.autotune_log_path, columns));
+    }
     tuner->publish(tuner->space_.settings_at(tuner->search_->next()), false);
-    CHORUS_LOG(kInfo, "autotune: searching "
-                          << (tuner->space_.tunes_fusion_threshold() ? "fusion threshold, " : "")
-                          << (tuner->space_.tunes_cycle_time() ? "cycle time, " : "")
-                          << (tuner->space_.tunes_algorithm() ? "algorithm, " : "") << "over "
-                          << tuner->search_->candidates() << " candidates with " << config.autotune_samples
-                          << " samples of " << config.autotune_steps_per_sample << " steps and "
-                          << config.autotune_min_sample_ms << " ms at least");
+    std::string searched;
+    for (const TuningKnob& knob : tuner->space_.knobs()) {
+      if (knob.searched()) searched += knob.description + ", ";
+    }
+    CHORUS_LOG(kInfo, "autotune: searching " << searched << "over " << tuner->search_->candidates()
+                                             << " candidates with " << config.autotune_samples << " samples of "
+                                             << config.autotune_steps_per_sample << " steps and "
+                                             << config.autotune_min_sample_ms << " ms at least");
   }
   *out = std::move(tuner);
   return Status::OK();
 }
 
-Autotuner::Autotuner(const Config& config, const std::vector<std::string>& algorithms, int rank)
+Autotuner::Autotuner(const Config& config, std::vector<TuningKnob> knobs, int rank)
     : rank_(rank),
-      space_(config, algorithms),
+      space_(std::move(knobs)),
       warmup_steps_(config.autotune_warmup_steps),
       steps_per_sample_(config.autotune_steps_per_sample),
       min_sample_seconds_(config.autotune_min_sample_ms / 1000.0) {}
 
 std::vector<uint64_t> Autotuner::words() const {
-  if (rank_ != 0) return std::vector<uint64_t>(TuningMessage::kWords, 0);
+  if (rank_ != 0) return std::vector<uint64_t>(TuningMessage::words(space_.knobs().size()), 0);
   return published_.encode();
 }
 
 std::optional<TuningSettings> Autotuner::receive(const std::vector<uint64_t>& words, uint64_t cycle) {
-  const TuningMessage message = TuningMessage::decode(words);
+  const TuningMessage message = TuningMessage::decode(words, space_.knobs().size());
   if (message.generation == 0 || message.generation == applied_generation_) return std::nullopt;
   applied_generation_ = message.generation;
   applied_frozen_ = message.frozen;
@@ -175,7 +180,7 @@ void Autotuner::freeze(const std::string& why) {
 }
 
 void Autotuner::log_row(size_t sample, const char* kind, const TuningSettings& settings, double score, bool best) {
-  const Status written = log_.row(sample, kind, settings, space_.algorithm_name(settings.algorithm), score, best);
+  const Status written = log_.row(sample, kind, space_.format(settings), score, best);
   if (!written.ok()) CHORUS_LOG(kWarning, written.message());
 }
 

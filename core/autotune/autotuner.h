@@ -1,7 +1,8 @@
 // Autotuner (CHORUS_AUTOTUNE=1): during the first steps of training, rank 0
 // measures how many bytes the job reduces per second of wall time under the
-// settings BayesianSearch proposes (fusion threshold, cycle time, algorithm;
-// see autotune_space.h), then keeps the best one for the rest of the job.
+// settings BayesianSearch proposes for the knobs the runtime hands it
+// (autotune_knob.h: fusion threshold, cycle time, algorithm), then keeps the
+// best one for the rest of the job.
 //
 // Steps. The runtime sees collectives, not training steps: a step ends when
 // a tensor name that already ran since the last step boundary runs again (a
@@ -16,8 +17,9 @@
 // way, so a setting must change on every rank at the same cycle: rank 0's
 // TuningMessage rides along every negotiation (Controller's coordinator
 // words), and every rank applies a new one from the cycle whose negotiation
-// carried it, rank 0 included. The cycle time only matters on rank 0 (the
-// cycle clock), but is applied everywhere alike.
+// carried it, rank 0 included (the runtime applies each knob's value,
+// TuningSpace::apply). The cycle time only matters on rank 0 (the cycle
+// clock), but is applied everywhere alike.
 //
 // Scores enter the search as logarithms (a machine that slows down by some
 // factor shifts every log score alike: the drift the search separates). After
@@ -48,9 +50,10 @@ class Autotuner {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `algorithms`: see TuningSpace. Rank 0 opens CHORUS_AUTOTUNE_LOG here (an
-  // unwritable path is an error naming it) and publishes the start setting.
-  static Status create(const Config& config, const std::vector<std::string>& algorithms, int rank,
+  // `knobs`: what to search, the same list on every rank (its length sizes
+  // words()). Rank 0 opens CHORUS_AUTOTUNE_LOG here (an unwritable path is an
+  // error naming it) and publishes the start setting.
+  static Status create(const Config& config, std::vector<TuningKnob> knobs, int rank,
                        std::unique_ptr<Autotuner>* out);
 
   // The words this rank puts into the cycle's negotiation (zeros except on rank 0).
@@ -66,7 +69,7 @@ class Autotuner {
   const TuningSpace& space() const { return space_; }
 
  private:
-  Autotuner(const Config& config, const std::vector<std::string>& algorithms, int rank);
+  Autotuner(const Config& config, std::vector<TuningKnob> knobs, int rank);
   void on_step_boundary(Clock::time_point now);
   void finish_sample(double bytes_per_second);
   void publish(const TuningSettings& settings, bool frozen);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "autotune/standard_knobs.h"
 #include "runtime/fusion_planner.h"
 #include "base/logging.h"
 #include "protocol/settings_agreement.h"
@@ -31,8 +32,7 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
     local = runtime->timeline_.open(config.timeline_path);
   }
   if (local.ok() && config.autotune) {
-    local = Autotuner::create(config, runtime->comm_->allreduce_algorithms(), runtime->topology().rank,
-                              &runtime->autotuner_);
+    local = Autotuner::create(config, runtime->tuning_knobs_, runtime->topology().rank, &runtime->autotuner_);
   }
   // Rank 0's timeline or autotune log may be unwritable: the same again.
   CHORUS_RETURN_IF_ERROR(runtime->agree(local, "could not start"));
@@ -63,10 +63,30 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
       fusion_threshold_bytes_(config.fusion_threshold_bytes),
       comm_(std::move(comm)),
       blocked_waiters_(blocked_waiters),
+      tuning_knobs_(config_.autotune ? tuning_knobs() : std::vector<TuningKnob>{}),
       queue_(comm_->topology().rank, comm_->trigger()->wake_signal()),
-      controller_(comm_->controller_transport(), config_, config_.autotune ? TuningMessage::kWords : 0),
+      controller_(comm_->controller_transport(), config_,
+                  config_.autotune ? TuningMessage::words(tuning_knobs_.size()) : 0),
       executor_(comm_->topology(), &comm_->backends(), &timeline_,
                 [this] { comm_->trigger()->wake_signal()->notify(); }) {}
+
+// In the log's column order; a new knob is one more entry (standard_knobs.h
+// describes these three).
+std::vector<TuningKnob> Runtime::tuning_knobs() {
+  return {
+      fusion_threshold_knob(config_).applied_by([this](const KnobValue& bytes) {
+        fusion_threshold_bytes_ = static_cast<int64_t>(bytes.number);
+        return Status::OK();
+      }),
+      cycle_time_knob(config_).applied_by([this](const KnobValue& ms) {
+        comm_->trigger()->set_min_interval_ms(ms.number);
+        return Status::OK();
+      }),
+      algorithm_knob(config_, comm_->allreduce_algorithms()).applied_by([this](const KnobValue& algorithm) {
+        return comm_->use_allreduce_algorithm(algorithm.label);
+      }),
+  };
+}
 
 Runtime::~Runtime() { shutdown(); }
 
@@ -141,7 +161,7 @@ Status Runtime::run_cycle(bool* stop) {
     // Every rank gets rank 0's words in the same cycle, so every rank plans
     // this cycle's fusion (and routes its allreduces) with the same setting.
     if (auto settings = autotuner_->receive(controller_.coordinator_words(), controller_.stats().cycles)) {
-      CHORUS_RETURN_IF_ERROR(apply(*settings));
+      CHORUS_RETURN_IF_ERROR(autotuner_->space().apply(*settings));
     }
   }
   CHORUS_LOG(kTrace, "cycle: " << responses.size() << " responses");
@@ -167,12 +187,6 @@ Status Runtime::run_cycle(bool* stop) {
     *stop = true;
   }
   return Status::OK();
-}
-
-Status Runtime::apply(const TuningSettings& settings) {
-  fusion_threshold_bytes_ = settings.fusion_threshold_bytes;
-  comm_->trigger()->set_min_interval_ms(settings.cycle_time_ms);
-  return comm_->use_allreduce_algorithm(autotuner_->space().algorithm_name(settings.algorithm));
 }
 
 void Runtime::stop_for(const Response& shutdown) {

@@ -72,14 +72,18 @@ class Runtime {
   bool has_local_work() const;
   void stop_for(const Response& shutdown);
   void fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for);
-  // The autotuner's setting, from this cycle on (background thread).
-  Status apply(const TuningSettings& settings);
+  // What the autotuner searches, each knob with how this runtime applies it
+  // (from the cycle that delivers a new setting, on the background thread).
+  std::vector<TuningKnob> tuning_knobs();
 
   Config config_;
   // CHORUS_FUSION_THRESHOLD, or the autotuner's current choice.
   int64_t fusion_threshold_bytes_;
   std::unique_ptr<Communication> comm_;
   detail::BlockedWaiters* const blocked_waiters_;
+  // CHORUS_AUTOTUNE=1 only. Their number sizes the controller's coordinator
+  // words (TuningMessage::words), hence before controller_.
+  const std::vector<TuningKnob> tuning_knobs_;
   TensorQueue queue_;
   Controller controller_;
   Timeline timeline_;

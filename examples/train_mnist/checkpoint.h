@@ -19,6 +19,7 @@
 
 #include <torch/optim/optimizer.h>
 
+#include "atomic_file.h"  // write_file_atomically, which writes checkpoints
 #include "models.h"
 
 namespace train_mnist {
@@ -49,11 +50,6 @@ TrainingProgress decode_checkpoint(const std::string& bytes, const std::string& 
 std::string read_checkpoint_file(const std::string& path);
 TrainingProgress load_checkpoint(const std::string& path, Classifier& model,
                                  torch::optim::Optimizer& optimizer);
-
-// Replaces `path` with `bytes` atomically (temporary file, fsync, rename,
-// fsync of the directory). Throws chorus::Error naming `path`; on failure the
-// temporary file is removed and `path` is untouched.
-void write_file_atomically(const std::string& path, const std::string& bytes);
 
 // The files train_mnist keeps in its checkpoint directory.
 std::string last_checkpoint_path(const std::string& directory);  // <dir>/last.ckpt

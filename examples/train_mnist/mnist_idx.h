@@ -1,44 +1,14 @@
-// Reading (and, for tests and tools, writing) MNIST in its IDX format.
-//
-// An IDX file is a big-endian header, a magic number 0x000008NN (NN: the
-// number of dimensions; 08 says unsigned bytes) and one uint32 per dimension,
-// followed by the bytes themselves. MNIST has an images file (N x 28 x 28,
-// magic 0x00000803) and a labels file (N, magic 0x00000801) per split.
-//
-// Every problem (missing file, wrong magic, a size that does not match the
-// header, labels above 9, image and label counts that differ) throws
-// chorus::Error naming the file and what was expected.
+// MNIST as LibTorch tensors, from the IDX reader of idx_files.h (torch-free,
+// in examples/mnist_common/, shared with train_mnist_cuda).
 #pragma once
 
-#include <cstdint>
 #include <string>
-#include <vector>
 
 #include <torch/types.h>
 
+#include "idx_files.h"
+
 namespace train_mnist {
-
-constexpr uint32_t kIdxImagesMagic = 0x00000803;
-constexpr uint32_t kIdxLabelsMagic = 0x00000801;
-constexpr int64_t kMnistSide = 28;
-
-// The contents of an images file: count images of rows x cols bytes, row-major.
-struct IdxImages {
-  int64_t count = 0;
-  int64_t rows = 0;
-  int64_t cols = 0;
-  std::vector<uint8_t> pixels;
-};
-
-IdxImages read_idx_images(const std::string& path);
-std::vector<uint8_t> read_idx_labels(const std::string& path);
-void write_idx_images(const std::string& path, const IdxImages& images);
-void write_idx_labels(const std::string& path, const std::vector<uint8_t>& labels);
-
-// The file names of the standard MNIST distribution.
-enum class MnistSplit { kTrain, kTest };
-std::string mnist_images_file(MnistSplit split);  // "train-images-idx3-ubyte", "t10k-..."
-std::string mnist_labels_file(MnistSplit split);
 
 // One split, preloaded so batches are index_select()s of two tensors.
 struct MnistData {

@@ -2,56 +2,16 @@
 
 #include <boost/program_options.hpp>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <sstream>
 
 #include "example_error.h"
+#include "option_values.h"
 
 namespace po = boost::program_options;
 
 namespace train_mnist {
 namespace {
-
-[[noreturn]] void invalid(const std::string& flag, const std::string& value,
-                          const std::string& expected) {
-  fail("--" + flag + "=" + value + " is invalid: expected " + expected);
-}
-
-// Plain decimal digits only: no sign, no suffix, no spaces.
-uint64_t parse_unsigned(const std::string& flag, const std::string& value, uint64_t min,
-                        uint64_t max, const std::string& expected) {
-  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-    invalid(flag, value, expected);
-  }
-  errno = 0;
-  const unsigned long long parsed = std::strtoull(value.c_str(), nullptr, 10);
-  if (errno == ERANGE || parsed < min || parsed > max) invalid(flag, value, expected);
-  return parsed;
-}
-
-int64_t parse_integer(const std::string& flag, const std::string& value, int64_t min, int64_t max) {
-  const std::string expected =
-      "an integer from " + std::to_string(min) + " to " + std::to_string(max);
-  return static_cast<int64_t>(parse_unsigned(flag, value, static_cast<uint64_t>(min),
-                                             static_cast<uint64_t>(max), expected));
-}
-
-double parse_number(const std::string& flag, const std::string& value, bool allow_zero,
-                    double max) {
-  std::ostringstream expected;
-  expected << "a number " << (allow_zero ? "from 0" : "above 0") << " to " << max;
-  char* end = nullptr;
-  errno = 0;
-  const double parsed = value.empty() ? NAN : std::strtod(value.c_str(), &end);
-  if (value.empty() || errno == ERANGE || *end != '\0' || !std::isfinite(parsed) ||
-      parsed < 0 || (!allow_zero && parsed == 0) || parsed > max) {
-    invalid(flag, value, expected.str());
-  }
-  return parsed;
-}
 
 std::string usage(const po::options_description& description) {
   std::ostringstream out;
@@ -124,37 +84,39 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
   }
   auto text = [&](const char* flag) { return values[flag].as<std::string>(); };
   TrainOptions options;
-  options.epochs = parse_integer("epochs", text("epochs"), 1, 100000);
-  options.batch_size = parse_integer("batch-size", text("batch-size"), 1, 65536);
-  options.lr = parse_number("lr", text("lr"), /*allow_zero=*/false, 10.0);
-  options.seed = parse_unsigned("seed", text("seed"), 0, std::numeric_limits<uint64_t>::max(),
-                                "an integer from 0 to 18446744073709551615");
+  options.epochs = parse_integer_option("epochs", text("epochs"), 1, 100000);
+  options.batch_size = parse_integer_option("batch-size", text("batch-size"), 1, 65536);
+  options.lr = parse_number_option("lr", text("lr"), /*allow_zero=*/false, 10.0);
+  options.seed = parse_unsigned_option("seed", text("seed"), 0, std::numeric_limits<uint64_t>::max(),
+                                       "an integer from 0 to 18446744073709551615");
   options.data_dir = text("data-dir");
-  if (options.data_dir.empty()) invalid("data-dir", "", "a folder with the MNIST IDX files");
+  if (options.data_dir.empty()) invalid_option("data-dir", "", "a folder with the MNIST IDX files");
   const std::string model = text("model");
-  if (model != "mlp" && model != "cnn") invalid("model", model, "mlp or cnn");
+  if (model != "mlp" && model != "cnn") invalid_option("model", model, "mlp or cnn");
   options.model = parse_model_kind(model);
   if (values.count("checkpoint-dir")) {
     options.checkpoint_dir = text("checkpoint-dir");
-    if (options.checkpoint_dir.empty()) invalid("checkpoint-dir", "", "a folder for checkpoints");
+    if (options.checkpoint_dir.empty()) {
+      invalid_option("checkpoint-dir", "", "a folder for checkpoints");
+    }
   }
   options.resume = values.count("resume") > 0;
   if (options.resume && options.checkpoint_dir.empty()) {
     fail("--resume needs --checkpoint-dir (the folder whose last.ckpt to continue from)");
   }
   options.early_stopping_patience =
-      parse_integer("early-stopping-patience", text("early-stopping-patience"), 0, 100000);
-  options.clip_grad_norm = parse_number("clip-grad-norm", text("clip-grad-norm"), true, 1e9);
-  options.accumulate = parse_integer("accumulate", text("accumulate"), 1, 1024);
+      parse_integer_option("early-stopping-patience", text("early-stopping-patience"), 0, 100000);
+  options.clip_grad_norm = parse_number_option("clip-grad-norm", text("clip-grad-norm"), true, 1e9);
+  options.accumulate = parse_integer_option("accumulate", text("accumulate"), 1, 1024);
   const std::string compression = text("compression");
   if (compression != "none" && compression != "fp16" && compression != "bf16") {
-    invalid("compression", compression, "none, fp16 or bf16");
+    invalid_option("compression", compression, "none, fp16 or bf16");
   }
   options.compression = chorus::torch::parse_compression(compression);
-  options.threads = static_cast<int>(parse_integer("threads", text("threads"), 1, 1024));
+  options.threads = static_cast<int>(parse_integer_option("threads", text("threads"), 1, 1024));
   if (values.count("summary-json")) {
     options.summary_json = text("summary-json");
-    if (options.summary_json.empty()) invalid("summary-json", "", "a file path");
+    if (options.summary_json.empty()) invalid_option("summary-json", "", "a file path");
   }
   const std::string progress = text("progress");
   if (progress == "auto") {
@@ -164,7 +126,7 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
   } else if (progress == "epochs") {
     options.progress = TrainOptions::Progress::kEpochs;
   } else {
-    invalid("progress", progress, "auto, live or epochs");
+    invalid_option("progress", progress, "auto, live or epochs");
   }
   parsed.options = options;
   return parsed;

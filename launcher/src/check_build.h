@@ -9,9 +9,11 @@ namespace chorus::launcher {
 struct BuildFeatures {
   std::string version;
   bool mpi = true;
-  // The CUDA Toolkit and NCCL were found at build time. The NCCL backend
-  // itself is not written yet, so this only changes what is reported.
-  bool cuda_toolkit = false;
+  // The GPU half: empty strings where this build has no such part.
+  std::string cuda;         // "13.0" (the toolkit built against), with the
+                            // driver's and the GPUs visible now
+  std::string nccl;         // "2.28.3": the NCCL backend is built
+  std::string cudnn;        // "9.19.0": the cuBLAS/cuDNN example is built
   bool shared_memory = true;  // ops/shm: intra-host allreduce
   bool torch = false;
   std::string mpirun;  // "Open MPI 4.1.4", or "" when not found / not supported

@@ -11,11 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#ifdef __CUDACC__
-#define CHORUS_HOST_DEVICE __host__ __device__
-#else
-#define CHORUS_HOST_DEVICE
-#endif
+#include "ops/kernels/host_and_device.h"
 
 namespace chorus {
 

@@ -9,7 +9,7 @@
 //    lines (same cycles, same settings), one per sample plus the frozen one;
 //  - rank 0's CSV has one row per sample, settings equal to the applied
 //    ones, and a last "frozen" row equal to the final applied setting;
-//  - explicitly set values never change;
+//  - explicitly set values never change, also one set on rank 0 only;
 //  - CHORUS_AUTOTUNE that differs from rank 0's, and an unwritable log,
 //    fail init() on every rank.
 #include <fcntl.h>
@@ -285,6 +285,28 @@ TEST(Autotune, ExplicitValuesAreNeverChanged) {
     EXPECT_EQ(algorithms.size(), 1u);  // set through CHORUS_SHM_ALLREDUCE
     EXPECT_GE(cycle_times.size(), 3u);  // the one free setting was searched
     for (const CsvRow& row : read_csv(run.csv)) EXPECT_EQ(row.settings.substr(0, 8), "2097152,") << row.settings;
+  }
+  remove_files(run);
+}
+
+TEST(Autotune, ACycleTimeSetOnRankZeroOnlyReachesEveryRankExactly) {
+  // The cycle time is rank 0's alone, so it may be set there only: the other
+  // ranks' grids then differ from rank 0's (theirs are searched), and only
+  // values, not positions in a grid, say the same thing on every rank.
+  const TunedRun run = run_tuned({{"CHORUS_CYCLE_TIME_MS", world_rank() == 0 ? "2.3" : nullptr}});
+  ASSERT_GE(run.failures, 0) << "init() failed";
+  EXPECT_EQ(run.failures, 0);
+  if (world_rank() == 0) {
+    const std::vector<std::string> lines = same_lines_on_every_rank(run);
+    ASSERT_EQ(lines.size(), static_cast<size_t>(kSamples + 1));
+    std::set<std::string> fusion_thresholds;
+    for (const std::string& line : lines) {
+      const std::string settings = settings_of_line(line);
+      EXPECT_EQ(settings.substr(settings.find(','), 5), ",2.3,") << line;
+      fusion_thresholds.insert(settings.substr(0, settings.find(',')));
+    }
+    EXPECT_GE(fusion_thresholds.size(), 3u);  // the free settings were searched
+    for (const CsvRow& row : read_csv(run.csv)) EXPECT_EQ(row.settings.substr(row.settings.find(','), 5), ",2.3,");
   }
   remove_files(run);
 }

@@ -1,7 +1,9 @@
-// The contract of DeviceOps (ops/device.h), which every device passes: today
-// the host (HostDevice) and the asynchronous test device, whose stream runs
-// the work later on a thread of its own. Results are read back only through
-// to_host(), which returns after the work asked for before it.
+// The contract of DeviceOps (ops/device.h), which every device passes: the
+// host (HostDevice), the asynchronous test device, whose stream runs the
+// work later on a thread of its own, and in a build with CUDA the GPU
+// (CudaDevice on cuda:0; its cases skip when no GPU is visible). Results are
+// read back through to_host(), which returns after the work asked for before
+// it, or read directly (`peek`) where a test checks an event.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,25 +11,72 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "async_test_device.h"
+#include "ops/kernels/convert.h"
 #include "ops/kernels/half.h"
 #include "ops/kernels/host_device.h"
+#include "ops/kernels/scale.h"
+#ifdef CHORUS_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "ops/cuda/cuda_device.h"
+#endif
 
 namespace chorus {
 namespace {
 
-using MakeDevice = std::function<std::unique_ptr<DeviceOps>()>;
-
 struct Named {
   const char* name;
-  MakeDevice make;
+  // The device, or null with the reason it cannot be had here (its cases skip).
+  std::function<std::unique_ptr<DeviceOps>(std::string* unavailable)> make;
+  // Reads and writes the device's memory from the host without waiting for
+  // its stream: what a reader that trusts an event, or another producer, does.
+  std::function<void(void* host, const void* memory, size_t bytes)> peek;
+  std::function<void(void* memory, const void* host, size_t bytes)> poke;
 };
+
+void host_peek(void* host, const void* memory, size_t bytes) { std::memcpy(host, memory, bytes); }
+void host_poke(void* memory, const void* host, size_t bytes) { std::memcpy(memory, host, bytes); }
+
+#ifdef CHORUS_WITH_CUDA
+std::unique_ptr<DeviceOps> make_cuda_device(std::string* unavailable) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess || count == 0) {
+    *unavailable = std::string("no GPU visible (cudaGetDeviceCount: ") +
+                   (error != cudaSuccess ? cudaGetErrorString(error) : "0 devices") + ")";
+    return nullptr;
+  }
+  std::unique_ptr<CudaDevice> device;
+  const Status status = CudaDevice::create(0, &device);
+  EXPECT_TRUE(status.ok()) << status.to_string();  // a GPU is there: not using it is a failure
+  return device;
+}
+
+// cudaMemcpy goes on the legacy default stream, which does not wait for the
+// device's non-blocking one.
+void cuda_peek(void* host, const void* memory, size_t bytes) {
+  cudaSetDevice(0);
+  ASSERT_EQ(cudaMemcpy(host, memory, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+}
+void cuda_poke(void* memory, const void* host, size_t bytes) {
+  cudaSetDevice(0);
+  ASSERT_EQ(cudaMemcpy(memory, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+}
+#endif
 
 class DeviceContract : public ::testing::TestWithParam<Named> {
  protected:
-  void SetUp() override { device_ = GetParam().make(); }
+  void SetUp() override {
+    std::string unavailable;
+    device_ = GetParam().make(&unavailable);
+    if (device_ == nullptr && !unavailable.empty()) GTEST_SKIP() << unavailable;
+    ASSERT_NE(device_, nullptr);
+  }
 
   void* allocate(size_t bytes) {
     std::shared_ptr<void> memory;
@@ -116,6 +165,12 @@ TEST_P(DeviceContract, ConvertsToAndFrom16BitFloats) {
   void* in_place = upload(std::vector<uint16_t>{float_to_float16(2.5f), float_to_float16(-1.0f), 0, 0});
   ASSERT_TRUE(device_->convert(in_place, DataType::kFloat16, in_place, DataType::kFloat32, 2).ok());
   EXPECT_EQ(download<float>(in_place, 2), (std::vector<float>{2.5f, -1.0f}));
+  // And narrowing in place, the way a wire buffer is made.
+  void* narrowed = upload(std::vector<float>{2.5f, 0.1f, -3.0f, 65536.0f});
+  ASSERT_TRUE(device_->convert(narrowed, DataType::kFloat32, narrowed, DataType::kFloat16, 4).ok());
+  EXPECT_EQ(download<uint16_t>(narrowed, 4),
+            (std::vector<uint16_t>{float_to_float16(2.5f), float_to_float16(0.1f), float_to_float16(-3.0f),
+                                   float_to_float16(65536.0f)}));
   // What cannot be converted says so.
   const Status refused = device_->convert(wide, DataType::kInt32, narrow, DataType::kFloat16, 1);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
@@ -128,7 +183,8 @@ TEST_P(DeviceContract, AnEventIsDoneOnceTheWorkBeforeItIs) {
   after->synchronize();
   EXPECT_TRUE(after->done());
   // Read without to_host (which would wait itself): the work is done.
-  const float* host_view = static_cast<const float*>(data);  // both devices' memory is host memory
+  std::vector<float> host_view(1 << 16);
+  GetParam().peek(host_view.data(), data, host_view.size() * sizeof(float));
   EXPECT_EQ(host_view[0], 256.0f);
   EXPECT_EQ(host_view[(1 << 16) - 1], 256.0f);
 }
@@ -140,7 +196,7 @@ TEST_P(DeviceContract, WorkAfterAWaitStartsOnlyOnceTheEventIsDone) {
   void* input = allocate(source.size() * sizeof(float));
   ASSERT_TRUE(device_->copy({{input, nullptr, source.size() * sizeof(float)}}).ok());
   producer.enqueue([&] {
-    std::memcpy(input, source.data(), source.size() * sizeof(float));
+    GetParam().poke(input, source.data(), source.size() * sizeof(float));
     return Status::OK();
   });
   ASSERT_TRUE(device_->wait(producer.record()).ok());
@@ -149,14 +205,113 @@ TEST_P(DeviceContract, WorkAfterAWaitStartsOnlyOnceTheEventIsDone) {
   EXPECT_EQ(download<float>(output, source.size()), source);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Devices, DeviceContract,
-    ::testing::Values(Named{"host", [] { return std::unique_ptr<DeviceOps>(new HostDevice()); }},
-                      Named{"async_test", [] {
-                              return std::unique_ptr<DeviceOps>(
-                                  new chorus_test::AsyncTestDevice(Device::custom(0), std::chrono::microseconds(200)));
-                            }}),
-    [](const ::testing::TestParamInfo<Named>& param) { return std::string(param.param.name); });
+// The first index where two byte arrays differ, or -1.
+int64_t first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+TEST_P(DeviceContract, BatchedCopiesOfAnySizeAndAlignmentMatchCopyingInOrder) {
+  // 1500 pieces (more than one CUDA launch holds) of 1 byte to 100 KiB (many
+  // of the CUDA kernel's blocks) at any offsets, zero fills among them, and
+  // pieces that overwrite or read what earlier ones wrote.
+  constexpr size_t kArena = size_t{1} << 20;
+  std::mt19937 rng(5);
+  std::vector<uint8_t> source(kArena), target(kArena);
+  for (uint8_t& byte : source) byte = static_cast<uint8_t>(rng());
+  for (uint8_t& byte : target) byte = static_cast<uint8_t>(rng());
+  char* src = static_cast<char*>(upload(source));
+  char* dst = static_cast<char*>(upload(target));
+  std::vector<uint8_t> expected = target;
+  std::vector<DeviceOps::Copy> copies;
+  for (int i = 0; i < 1500; ++i) {
+    const size_t bytes = 1 + (i % 50 == 0 ? rng() % (100 << 10) : rng() % 300);
+    const size_t to = rng() % (kArena - bytes);
+    const size_t from = rng() % (kArena - bytes);
+    const int kind = static_cast<int>(rng() % 10);
+    if (kind == 0) {
+      copies.push_back({dst + to, nullptr, bytes});
+      std::memset(&expected[to], 0, bytes);
+    } else if (kind == 1 && (from + bytes <= to || to + bytes <= from)) {
+      copies.push_back({dst + to, dst + from, bytes});
+      std::memcpy(&expected[to], &expected[from], bytes);
+    } else {
+      copies.push_back({dst + to, src + from, bytes});
+      std::memcpy(&expected[to], &source[from], bytes);
+    }
+  }
+  ASSERT_TRUE(device_->copy(copies).ok());
+  EXPECT_EQ(first_difference(download<uint8_t>(dst, kArena), expected), -1);
+}
+
+TEST_P(DeviceContract, Converts16BitFloatsBitForBitAsTheHostKernels) {
+  // Every float16 and bfloat16 value; and floats at, next to and halfway
+  // between those values (ties, subnormals, overflow, NaN payloads).
+  std::vector<uint16_t> sixteen(1 << 16);
+  std::vector<uint32_t> floats;
+  for (uint32_t h = 0; h < sixteen.size(); ++h) {
+    sixteen[h] = static_cast<uint16_t>(h);
+    const float widened = float16_to_float(static_cast<uint16_t>(h));
+    uint32_t bits;
+    std::memcpy(&bits, &widened, sizeof(bits));
+    floats.insert(floats.end(), {bits, bits + 1, bits - 1, bits + 0x1000, h << 16, (h << 16) + 0x8000, (h << 16) - 1});
+  }
+  const auto check = [&](const void* values, DataType from, DataType to, size_t count, double factor) {
+    const size_t in_bytes = count * dtype_size(from);
+    const size_t out_bytes = count * dtype_size(to);
+    std::vector<uint8_t> input(in_bytes), expected(out_bytes);
+    std::memcpy(input.data(), values, in_bytes);
+    void* in = upload(input);
+    void* out = allocate(out_bytes);
+    if (from == to) {
+      ASSERT_TRUE(chorus::scale(input.data(), expected.data(), static_cast<int64_t>(count), from, factor).ok());
+      ASSERT_TRUE(device_->scale(in, out, static_cast<int64_t>(count), from, factor).ok());
+    } else {
+      ASSERT_TRUE(chorus::convert(input.data(), from, expected.data(), to, static_cast<int64_t>(count)).ok());
+      ASSERT_TRUE(device_->convert(in, from, out, to, static_cast<int64_t>(count)).ok());
+    }
+    const int64_t at = first_difference(download<uint8_t>(out, out_bytes), expected);
+    EXPECT_EQ(at, -1) << dtype_name(from) << " to " << dtype_name(to) << ", element "
+                      << (at < 0 ? -1 : at / static_cast<int64_t>(dtype_size(to)));
+  };
+  for (DataType narrow : {DataType::kFloat16, DataType::kBFloat16}) {
+    for (DataType wide : {DataType::kFloat32, DataType::kFloat64}) check(sixteen.data(), narrow, wide, sixteen.size(), 1);
+    check(floats.data(), DataType::kFloat32, narrow, floats.size(), 1);
+    check(sixteen.data(), narrow, narrow, sixteen.size(), 1.0 / 3);
+    check(sixteen.data(), narrow, narrow, sixteen.size(), 1e5);
+  }
+  check(sixteen.data(), DataType::kFloat16, DataType::kBFloat16, sixteen.size(), 1);
+  check(sixteen.data(), DataType::kBFloat16, DataType::kFloat16, sixteen.size(), 1);
+  check(floats.data(), DataType::kFloat32, DataType::kFloat64, floats.size(), 1);
+  check(floats.data(), DataType::kFloat32, DataType::kFloat32, floats.size(), 1.0 / 3);
+}
+
+Named host_device() {
+  return {"host", [](std::string*) { return std::unique_ptr<DeviceOps>(new HostDevice()); }, host_peek, host_poke};
+}
+
+Named async_test_device() {
+  return {"async_test",
+          [](std::string*) {
+            return std::unique_ptr<DeviceOps>(
+                new chorus_test::AsyncTestDevice(Device::custom(0), std::chrono::microseconds(200)));
+          },
+          host_peek, host_poke};
+}
+
+std::vector<Named> devices() {
+  std::vector<Named> all{host_device(), async_test_device()};
+#ifdef CHORUS_WITH_CUDA
+  all.push_back(Named{"cuda", make_cuda_device, cuda_peek, cuda_poke});
+#endif
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, DeviceContract, ::testing::ValuesIn(devices()),
+                         [](const ::testing::TestParamInfo<Named>& param) { return std::string(param.param.name); });
 
 }  // namespace
 }  // namespace chorus

@@ -7,6 +7,7 @@
 #include <ATen/MemoryOverlap.h>
 
 #include "chorus/torch/ops.h"
+#include "cuda_ready_event.h"
 
 namespace chorus {
 namespace torch {
@@ -88,9 +89,10 @@ void check_writable(const ::torch::Tensor& tensor, const std::string& name) {
 
 chorus::Tensor view_of(const ::torch::Tensor& contiguous_tensor, const std::string& name) {
   const ::torch::Tensor& t = contiguous_tensor;
-  return chorus::Tensor(t.data_ptr(), to_chorus_dtype(t.scalar_type(), name),
-                        Shape(t.sizes().begin(), t.sizes().end()),
-                        to_chorus_device(t.device(), name));
+  chorus::Tensor view(t.data_ptr(), to_chorus_dtype(t.scalar_type(), name), Shape(t.sizes().begin(), t.sizes().end()),
+                      to_chorus_device(t.device(), name));
+  view.ready = ready_event(t);
+  return view;
 }
 
 OutputAllocator torch_allocator(std::shared_ptr<AllocatedOutput> slot) {

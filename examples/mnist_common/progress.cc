@@ -31,10 +31,14 @@ void ProgressPrinter::start_epoch(int64_t epoch, int64_t epochs, int64_t samples
   last_draw_ = epoch_start_;
 }
 
+bool ProgressPrinter::wants_update(int64_t samples_done) const {
+  return live_ && (std::chrono::steady_clock::now() - last_draw_ >= kRedrawInterval ||
+                   samples_done >= samples_per_epoch_);
+}
+
 void ProgressPrinter::update(int64_t samples_done, double loss) {
-  if (!live_) return;
+  if (!wants_update(samples_done)) return;
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < kRedrawInterval && samples_done < samples_per_epoch_) return;
   last_draw_ = now;
   const double seconds = std::chrono::duration<double>(now - epoch_start_).count();
   char line[160];

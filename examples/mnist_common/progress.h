@@ -34,6 +34,9 @@ class ProgressPrinter {
   // samples_done: of all ranks so far this epoch; loss: the latest batch's.
   // Redraws at most every 100 ms so printing never slows training.
   void update(int64_t samples_done, double loss);
+  // Whether update(samples_done, ...) would redraw now: a caller whose loss
+  // costs something to read (a copy from a GPU) asks first.
+  bool wants_update(int64_t samples_done) const;
   void finish_epoch(const EpochReport& report);
   void message(const std::string& line);
 

@@ -1,0 +1,130 @@
+#include "cuda_train_options.h"
+
+#include <boost/program_options.hpp>
+
+#include <limits>
+#include <sstream>
+
+#include "example_error.h"
+#include "option_values.h"
+
+namespace po = boost::program_options;
+
+namespace train_mnist_cuda {
+namespace {
+
+using train_mnist::fail;
+using train_mnist::invalid_option;
+using train_mnist::parse_integer_option;
+using train_mnist::parse_number_option;
+using train_mnist::parse_unsigned_option;
+
+std::string usage(const po::options_description& description) {
+  std::ostringstream out;
+  out << "train_mnist_cuda: data-parallel MNIST training on GPUs (cuBLAS and cuDNN, no LibTorch);\n"
+         "Chorus averages the gradients. Run it under chorusrun or mpirun, one rank per GPU (a\n"
+         "rank uses GPU local_rank % number of GPUs, or CHORUS_CUDA_DEVICE when set); every\n"
+         "rank takes the same options.\n\n"
+      << description;
+  return out.str();
+}
+
+}  // namespace
+
+ParsedCudaCommandLine parse_cuda_train_options(const std::vector<std::string>& arguments) {
+  const CudaTrainOptions defaults;
+  po::options_description description("Options");
+  // Numbers are read as text and checked here, so a bad value gets a message
+  // naming the accepted range rather than Boost's generic one.
+  description.add_options()
+      ("help,h", "print this help and exit")
+      ("epochs", po::value<std::string>()->default_value("5"), "epochs to train (1-100000)")
+      ("batch-size", po::value<std::string>()->default_value("64"), "samples per batch per rank (1-65536)")
+      ("lr", po::value<std::string>()->default_value("0.001"),
+       "learning rate of one process; Adam runs with lr x number of ranks")
+      ("seed", po::value<std::string>()->default_value("42"),
+       "seed of the initial parameters and of the data order (same on every rank)")
+      ("data-dir", po::value<std::string>()->default_value(defaults.data_dir),
+       "folder with the four MNIST IDX files (scripts/prepare_mnist.sh)")
+      ("checkpoint-dir", po::value<std::string>(),
+       "write last.ckpt after every epoch and best.ckpt (lowest test loss) here")
+      ("resume", "continue from <checkpoint-dir>/last.ckpt")
+      ("early-stopping-patience", po::value<std::string>()->default_value("0"),
+       "stop after this many epochs without a lower test loss (0: never)")
+      ("clip-grad-norm", po::value<std::string>()->default_value("0"),
+       "clip the averaged gradients to this global L2 norm (0: no clipping)")
+      ("accumulate", po::value<std::string>()->default_value("1"),
+       "backward passes per optimizer step (gradient accumulation, 1-1024)")
+      ("summary-json", po::value<std::string>(), "write a JSON summary of the run here (rank 0)")
+      ("progress", po::value<std::string>()->default_value("auto"),
+       "live: a live line during each epoch; epochs: one line per epoch only; "
+       "auto: live when stdout is a terminal");
+
+  po::variables_map values;
+  try {
+    const po::parsed_options parsed_options =
+        po::command_line_parser(arguments)
+            .options(description)
+            .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
+            .run();
+    // Without declared positional options Boost keeps stray words aside
+    // instead of refusing them.
+    const std::vector<std::string> stray =
+        po::collect_unrecognized(parsed_options.options, po::include_positional);
+    if (!stray.empty()) {
+      fail("Unexpected argument '" + stray.front() +
+           "': train_mnist_cuda takes options only (train_mnist_cuda --help lists them)");
+    }
+    po::store(parsed_options, values);
+    po::notify(values);
+  } catch (const po::error& e) {
+    fail(std::string(e.what()) + " (train_mnist_cuda --help lists the options)");
+  }
+
+  ParsedCudaCommandLine parsed;
+  if (values.count("help")) {
+    parsed.help = usage(description);
+    return parsed;
+  }
+  auto text = [&](const char* flag) { return values[flag].as<std::string>(); };
+  CudaTrainOptions options;
+  options.epochs = parse_integer_option("epochs", text("epochs"), 1, 100000);
+  options.batch_size = parse_integer_option("batch-size", text("batch-size"), 1, 65536);
+  options.lr = parse_number_option("lr", text("lr"), /*allow_zero=*/false, 10.0);
+  options.seed = parse_unsigned_option("seed", text("seed"), 0, std::numeric_limits<uint64_t>::max(),
+                                       "an integer from 0 to 18446744073709551615");
+  options.data_dir = text("data-dir");
+  if (options.data_dir.empty()) invalid_option("data-dir", "", "a folder with the MNIST IDX files");
+  if (values.count("checkpoint-dir")) {
+    options.checkpoint_dir = text("checkpoint-dir");
+    if (options.checkpoint_dir.empty()) {
+      invalid_option("checkpoint-dir", "", "a folder for checkpoints");
+    }
+  }
+  options.resume = values.count("resume") > 0;
+  if (options.resume && options.checkpoint_dir.empty()) {
+    fail("--resume needs --checkpoint-dir (the folder whose last.ckpt to continue from)");
+  }
+  options.early_stopping_patience =
+      parse_integer_option("early-stopping-patience", text("early-stopping-patience"), 0, 100000);
+  options.clip_grad_norm = parse_number_option("clip-grad-norm", text("clip-grad-norm"), true, 1e9);
+  options.accumulate = parse_integer_option("accumulate", text("accumulate"), 1, 1024);
+  if (values.count("summary-json")) {
+    options.summary_json = text("summary-json");
+    if (options.summary_json.empty()) invalid_option("summary-json", "", "a file path");
+  }
+  const std::string progress = text("progress");
+  if (progress == "auto") {
+    options.progress = CudaTrainOptions::Progress::kAuto;
+  } else if (progress == "live") {
+    options.progress = CudaTrainOptions::Progress::kLive;
+  } else if (progress == "epochs") {
+    options.progress = CudaTrainOptions::Progress::kEpochs;
+  } else {
+    invalid_option("progress", progress, "auto, live or epochs");
+  }
+  parsed.options = options;
+  return parsed;
+}
+
+}  // namespace train_mnist_cuda
