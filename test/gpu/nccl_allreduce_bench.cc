@@ -5,12 +5,15 @@
 //
 //   mpirun -np 1 chorus_gpu_allreduce_bench [--bytes N] [--iterations N] [--warmup N]
 //
-// Both sides average a float32 buffer of `bytes` (64 MiB by default) in
-// place, `iterations` times after `warmup` untimed ones, and each iteration
-// is timed the same way: from the call until the host knows the result is
-// there (chorus::allreduce returns when its handle is done; the bare side
-// synchronizes its stream), over steady_clock. The bare side's device time
-// (CUDA events around its launches) is printed too. Prints
+// Both sides sum a float32 buffer of `bytes` (64 MiB by default) of ones
+// into a second buffer (out of place, so that one rank's "allreduce" is a
+// real 64 MiB device copy on both sides, not a no-op), `iterations` times
+// after `warmup` untimed ones, and each iteration is timed the same way: from
+// the call until the host knows the result is there (chorus::allreduce
+// returns when its handle is done; the bare side synchronizes its stream),
+// over steady_clock. The bare side's device time (CUDA events around its
+// launches) is printed too. Both results are checked (every element = the
+// number of ranks). Prints
 //   nccl_allreduce bytes=<n> chorus_us=<x> nccl_us=<y> ratio=<y/x>
 // (times per iteration, in microseconds; ratio 1 means Chorus adds nothing).
 // Rank r uses cuda:r (one host). Exits non-zero, saying why, without a GPU
@@ -72,7 +75,7 @@ Options parse(int argc, char** argv, int rank) {
   return options;
 }
 
-// Every element equals `value` (the average of all ones stays one).
+// Every element equals `value`.
 void expect_all(int rank, const char* who, const float* device, size_t count, float value) {
   std::vector<float> host(count);
   check_cuda(rank, "cudaMemcpy (device to host)", cudaMemcpy(host.data(), device, count * sizeof(float),
@@ -92,14 +95,16 @@ void fill_ones(int rank, float* device, size_t count) {
 }
 
 // Microseconds per iteration of Chorus's blocking allreduce.
-double time_chorus(int rank, int gpu, float* data, size_t count, const Options& options) {
-  const chorus::Tensor tensor(data, chorus::DataType::kFloat32, {static_cast<int64_t>(count)},
-                              chorus::Device::cuda(gpu));
-  chorus::AllreduceOptions average;  // kAverage: a sum and a factor of 1/size
+double time_chorus(int rank, int gpu, const float* input, float* output, size_t count, const Options& options) {
+  const chorus::Shape shape{static_cast<int64_t>(count)};
+  const chorus::Tensor in(const_cast<float*>(input), chorus::DataType::kFloat32, shape, chorus::Device::cuda(gpu));
+  const chorus::Tensor out(output, chorus::DataType::kFloat32, shape, chorus::Device::cuda(gpu));
+  chorus::AllreduceOptions sum;
+  sum.op = chorus::ReduceOp::kSum;
   try {
-    for (int i = 0; i < options.warmup; ++i) chorus::allreduce("bench.gradient", tensor, average);
+    for (int i = 0; i < options.warmup; ++i) chorus::allreduce("bench.gradient", in, out, sum);
     const auto began = Clock::now();
-    for (int i = 0; i < options.iterations; ++i) chorus::allreduce("bench.gradient", tensor, average);
+    for (int i = 0; i < options.iterations; ++i) chorus::allreduce("bench.gradient", in, out, sum);
     const std::chrono::duration<double, std::micro> took = Clock::now() - began;
     return took.count() / options.iterations;
   } catch (const chorus::Error& error) {
@@ -109,8 +114,8 @@ double time_chorus(int rank, int gpu, float* data, size_t count, const Options& 
 
 // Microseconds per iteration of ncclAllReduce + cudaStreamSynchronize, and
 // the device's own time per launch (CUDA events).
-double time_nccl(int rank, int size, int gpu, float* data, size_t count, const Options& options,
-                 double* device_us) {
+double time_nccl(int rank, int size, int gpu, const float* input, float* output, size_t count,
+                 const Options& options, double* device_us) {
   ncclUniqueId id;
   if (rank == 0) check_nccl(rank, "ncclGetUniqueId", ncclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -120,7 +125,7 @@ double time_nccl(int rank, int size, int gpu, float* data, size_t count, const O
   cudaStream_t stream;
   check_cuda(rank, "cudaStreamCreate", cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto step = [&] {
-    check_nccl(rank, "ncclAllReduce", ncclAllReduce(data, data, count, ncclFloat32, ncclAvg, comm, stream));
+    check_nccl(rank, "ncclAllReduce", ncclAllReduce(input, output, count, ncclFloat32, ncclSum, comm, stream));
     check_cuda(rank, "cudaStreamSynchronize", cudaStreamSynchronize(stream));
   };
   for (int i = 0; i < options.warmup; ++i) step();
@@ -133,7 +138,7 @@ double time_nccl(int rank, int size, int gpu, float* data, size_t count, const O
   check_cuda(rank, "cudaEventCreate", cudaEventCreate(&stop));
   check_cuda(rank, "cudaEventRecord", cudaEventRecord(start, stream));
   for (int i = 0; i < options.iterations; ++i) {
-    check_nccl(rank, "ncclAllReduce", ncclAllReduce(data, data, count, ncclFloat32, ncclAvg, comm, stream));
+    check_nccl(rank, "ncclAllReduce", ncclAllReduce(input, output, count, ncclFloat32, ncclSum, comm, stream));
   }
   check_cuda(rank, "cudaEventRecord", cudaEventRecord(stop, stream));
   check_cuda(rank, "cudaEventSynchronize", cudaEventSynchronize(stop));
@@ -173,8 +178,11 @@ int main(int argc, char** argv) {
   const int gpu = rank;
   check_cuda(rank, "cudaSetDevice", cudaSetDevice(gpu));
   const size_t count = options.bytes / sizeof(float);
-  float* data = nullptr;
-  check_cuda(rank, "cudaMalloc", cudaMalloc(&data, count * sizeof(float)));
+  float* input = nullptr;
+  float* output = nullptr;
+  check_cuda(rank, "cudaMalloc", cudaMalloc(&input, count * sizeof(float)));
+  check_cuda(rank, "cudaMalloc", cudaMalloc(&output, count * sizeof(float)));
+  fill_ones(rank, input, count);
 
   try {
     chorus::init();
@@ -185,17 +193,19 @@ int main(int argc, char** argv) {
     fail(rank, "this build's Chorus runtime has no backend for tensors on cuda:" + std::to_string(gpu) +
                    " (is the NCCL backend registered in Communication::start?)", 4);
   }
-  fill_ones(rank, data, count);
-  const double chorus_us = time_chorus(rank, gpu, data, count, options);
-  expect_all(rank, "Chorus's average", data, count, 1.0f);
+  const float ranks = static_cast<float>(size);
+  check_cuda(rank, "cudaMemset", cudaMemset(output, 0, count * sizeof(float)));
+  const double chorus_us = time_chorus(rank, gpu, input, output, count, options);
+  expect_all(rank, "Chorus's sum", output, count, ranks);
 
-  fill_ones(rank, data, count);
+  check_cuda(rank, "cudaMemset", cudaMemset(output, 0, count * sizeof(float)));
   double device_us = 0;
-  const double nccl_us = time_nccl(rank, size, gpu, data, count, options, &device_us);
-  expect_all(rank, "ncclAllReduce's average", data, count, 1.0f);
+  const double nccl_us = time_nccl(rank, size, gpu, input, output, count, options, &device_us);
+  expect_all(rank, "ncclAllReduce's sum", output, count, ranks);
 
   chorus::shutdown();
-  cudaFree(data);
+  cudaFree(input);
+  cudaFree(output);
   if (rank == 0) {
     std::printf("# np=%d iterations=%d warmup=%d; bare NCCL on the device alone: %.1f us per allreduce\n", size,
                 options.iterations, options.warmup, device_us);
