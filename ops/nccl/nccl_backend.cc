@@ -1,5 +1,6 @@
 #include "ops/nccl/nccl_backend.h"
 
+#include <cstdint>
 #include <utility>
 
 #include "ops/cuda/cuda_event.h"
