@@ -9,4 +9,8 @@ Backend* BackendRegistry::select(const Device& device) const {
   return nullptr;
 }
 
+void BackendRegistry::abort_all(const std::string& reason) const {
+  for (const auto& backend : backends_) backend->abort(reason);
+}
+
 }  // namespace chorus

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ops/backend.h"
@@ -24,6 +25,10 @@ class BackendRegistry {
   // nullptr when no backend supports the device.
   Backend* select(const Device& device) const;
   bool supports(const Device& device) const { return select(device) != nullptr; }
+  // The job is failing: every backend ends its outstanding work with an
+  // error naming `reason` (Backend::abort), so that nothing waits for a
+  // device collective whose peers are gone.
+  void abort_all(const std::string& reason) const;
 
  private:
   std::vector<std::unique_ptr<Backend>> backends_;
