@@ -10,11 +10,11 @@
 // done. Host memory's backends (HostBackend: MPI, shared memory, the
 // hierarchical path) finish their collectives before they return.
 //
-// Adding a backend (NCCL, say): implement DeviceOps for the device (its
-// stream, its allocator, its kernels) and this interface with the
-// transport's collectives enqueued on that stream; return work whose test()
-// asks the stream. Register it in Communication::start ahead of the host
-// backend. docs/DESIGN.md walks through it.
+// Adding a backend: implement DeviceOps for the device (its stream, its
+// allocator, its kernels) and this interface with the transport's
+// collectives enqueued on that stream; return work whose test() asks the
+// stream. Register it in Communication::start ahead of the host backend.
+// ops/nccl/ is the worked example (docs/DESIGN.md, "The NCCL backend").
 #pragma once
 
 #include <cstdint>
@@ -95,6 +95,13 @@ class Backend {
   // Runs allreduces with `algorithm` (one of the names above) from now on;
   // called between cycles, by every rank alike.
   virtual Status use_allreduce_algorithm(const std::string& algorithm);
+
+  // The job is failing: end this backend's outstanding work with an error
+  // now (work in flight on a device, which a dead peer would otherwise keep
+  // waiting), and fail every later collective naming `reason`. Called from
+  // any thread. Host backends finish their work before they return and have
+  // nothing to end.
+  virtual void abort(const std::string& reason) { (void)reason; }
 };
 
 }  // namespace chorus

@@ -19,4 +19,8 @@ Status BackendRegistry::check(const std::string& name, const Device& device) con
                                  device.to_string());
 }
 
+void BackendRegistry::abort_all(const std::string& reason) const {
+  for (const auto& backend : backends_) backend->abort(reason);
+}
+
 }  // namespace chorus

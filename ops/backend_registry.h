@@ -26,6 +26,10 @@ class BackendRegistry {
   // nullptr when no backend supports the device.
   Backend* select(const Device& device) const;
   bool supports(const Device& device) const { return select(device) != nullptr; }
+  // The job is failing: every backend ends its outstanding work with an
+  // error naming `reason` (Backend::abort), so that nothing waits for a
+  // device collective whose peers are gone.
+  void abort_all(const std::string& reason) const;
 
   // Why no backend here serves devices of `kind` (or, with one that serves
   // some of them, the others), completing "tensor 'x' is on cuda:1 but

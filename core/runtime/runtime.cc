@@ -134,6 +134,7 @@ void Runtime::background_loop() {
     // what is pending here, then end the job with the reason.
     CHORUS_LOG(kError, "stopping after an internal error: " << status.message());
     const Status failed = Status::Aborted("Chorus stopped after an internal error: " + status.message());
+    comm_->backends().abort_all(failed.message());
     fail_pending(failed, [&](const TensorEntry&) { return failed; });
     comm_->abort_job(failed.message());
     return;
@@ -195,6 +196,9 @@ void Runtime::stop_for(const Response& shutdown) {
   if (who < 0) {  // the coordinator stopped the job (stall)
     CHORUS_LOG(kError, shutdown.error_message);
     peers_lost_ = "Chorus stopped: " + shutdown.error_message;
+    // Device collectives waiting for the missing ranks would never finish:
+    // end them now, so that shutdown() does not wait for them.
+    comm_->backends().abort_all(peers_lost_);
     const Status failed = Status::Shutdown(shutdown.error_message);
     fail_pending(Status::Shutdown("Chorus has stopped: " + shutdown.error_message),
                  [&](const TensorEntry&) { return failed; });

@@ -13,6 +13,11 @@
 //                              naming it within a second or two.
 // <token> only marks the processes, so the driver can find leftovers.
 //
+// The job also has a device of the test suite's (the asynchronous test
+// device), so that the stall shows whether the runtime aborts its devices'
+// backends when it stops: a GPU's collective waiting for the stuck rank would
+// never finish otherwise.
+//
 // Lines for the driver: "FAULT_SURVIVOR rank=R ok after=S" (or FAILED: why),
 // "FAULT_STALLED rank=1 ok" (its calls throw once the job stopped), and
 // "FAULT_SHUTDOWN_RETURNED rank=R" if shutdown() returned after the stall.
@@ -28,11 +33,15 @@
 #include <thread>
 #include <vector>
 
+#include "async_test_backend.h"
 #include "chorus/chorus.h"
+#include "runtime/init_with_backends.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+chorus_test::AsyncTestBackend* test_device_backend = nullptr;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -90,6 +99,10 @@ int stall(int rank) {
   if (error.empty()) failure = "the allreduce succeeded without rank 1";
   else if (error == "timeout") failure = "not stopped within 30 s";
   else if (!std::regex_match(error, expected)) failure = "unexpected error: " + error;
+  else if (test_device_backend->aborted_reason().find("Stopping after a stall") == std::string::npos) {
+    failure = "the device backend was not aborted with the stall's reason (its reason: '" +
+              test_device_backend->aborted_reason() + "')";
+  }
   report(rank, failure, after);
   MPI_Barrier(MPI_COMM_WORLD);
   chorus::shutdown();
@@ -142,7 +155,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: fault_probe stall|kill <token>\n");
     return 2;
   }
-  chorus::init();
+  chorus::detail::init_with_backends({chorus_test::async_test_backend(std::chrono::microseconds(100), nullptr,
+                                                                      &test_device_backend)});
   const int rank = chorus::rank();
   const int size = chorus::size();
   // One collective with everyone first: later failures are not start-up ones.

@@ -11,7 +11,10 @@
 #   3. the device-operations contract on the real GPU (device_contract_test),
 #      CudaDevice's own cases and the public CUDA helpers (cuda_device_test,
 #      cuda_api_test without its one case for machines without a GPU)
-#   4. every collective through NCCL at np=1 (nccl_backend_test)
+#   4. every collective through NCCL at np=1 (nccl_backend_test), abort()
+#      and the timeout (nccl_abort_test), and the runtime over NCCL through
+#      the public API (nccl_runtime_test, without its one case for ranks
+#      without a GPU)
 #   5. every collective through the host-staged path at np=2 on the one GPU
 #      (staged_backend_test; NCCL refuses two ranks on one GPU)
 #   6. fusion pack/unpack bandwidth against cudaMemcpy device-to-device
@@ -119,7 +122,8 @@ fi
 gtest_step "mpirun np=2 (CPU)" 120 "${mpirun[@]}" -np 2 "$bin/mpi_backend_test" --gtest_brief=1 --gtest_color=no
 
 if ((gpus == 0)); then
-  for step in "device contract" "CUDA device" "CUDA API" "NCCL collectives np=1" "staged collectives np=2" "pack bandwidth" \
+  for step in "device contract" "CUDA device" "CUDA API" "NCCL collectives np=1" "NCCL abort np=1" "NCCL runtime np=1" \
+              "staged collectives np=2" "pack bandwidth" \
               "64 MiB allreduce" "train_mnist_cuda np=1" "train_mnist_cuda np=2"; do
     report "$step" "NOT RUN" "$no_gpu"
   done
@@ -132,6 +136,9 @@ gtest_step "device contract" 120 "$bin/device_contract_test" --gtest_brief=1 --g
 gtest_step "CUDA device" 60 "$bin/cuda_device_test" --gtest_brief=1 --gtest_color=no
 gtest_step "CUDA API" 60 "$bin/cuda_api_test" --gtest_brief=1 --gtest_color=no --gtest_filter=-*WithoutAGpu*
 gtest_step "NCCL collectives np=1" 180 "${mpirun[@]}" -np 1 "$bin/nccl_backend_test" --gtest_brief=1 --gtest_color=no
+gtest_step "NCCL abort np=1" 60 "${mpirun[@]}" -np 1 "$bin/nccl_abort_test" --gtest_brief=1 --gtest_color=no
+gtest_step "NCCL runtime np=1" 120 "${mpirun[@]}" -np 1 "$bin/nccl_runtime_test" --gtest_brief=1 --gtest_color=no \
+  --gtest_filter=-NcclRuntimeSetup.*
 gtest_step "staged collectives np=2" 180 "${mpirun[@]}" -np 2 "$bin/staged_backend_test" --gtest_brief=1 --gtest_color=no
 
 # 6-7. Speed against the same machine's peer, in the same run.

@@ -25,8 +25,9 @@ class StreamWork : public chorus::Work {
 
 chorus::WorkPtr AsyncTestBackend::on_stream(std::function<Status()> collective) {
   auto outcome = std::make_shared<Status>();
-  device_->enqueue([collective = std::move(collective), outcome] {
-    *outcome = collective();
+  device_->enqueue([this, collective = std::move(collective), outcome] {
+    const std::string aborted = aborted_reason();
+    *outcome = aborted.empty() ? collective() : Status::Aborted("the async-test backend was aborted: " + aborted);
     return *outcome;
   });
   return std::make_unique<StreamWork>(device_->record(), std::move(outcome));
@@ -70,12 +71,24 @@ chorus::WorkPtr AsyncTestBackend::barrier() {
   return on_stream([this] { return transport_->barrier()->wait(); });
 }
 
-chorus::BackendMaker async_test_backend(std::chrono::microseconds delay, AsyncTestDevice** device) {
-  return [delay, device](std::unique_ptr<chorus::Backend> transport,
-                         std::unique_ptr<chorus::Backend>* out) {
+void AsyncTestBackend::abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  if (aborted_.empty()) aborted_ = reason.empty() ? "(no reason given)" : reason;
+}
+
+std::string AsyncTestBackend::aborted_reason() const {
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  return aborted_;
+}
+
+chorus::BackendMaker async_test_backend(std::chrono::microseconds delay, AsyncTestDevice** device,
+                                        AsyncTestBackend** made) {
+  return [delay, device, made](std::unique_ptr<chorus::Backend> transport,
+                               std::unique_ptr<chorus::Backend>* out) {
     auto backend = std::make_unique<AsyncTestBackend>(
         std::move(transport), std::make_unique<AsyncTestDevice>(chorus::Device::custom(0), delay));
     if (device != nullptr) *device = &backend->device();
+    if (made != nullptr) *made = backend.get();
     *out = std::move(backend);
     return Status::OK();
   };

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "async_test_device.h"
 #include "ops/backend.h"
@@ -37,6 +39,13 @@ class AsyncTestBackend : public chorus::Backend {
   chorus::WorkPtr reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts,
                                 chorus::DataType dtype, chorus::ReduceOp op, double factor) override;
   chorus::WorkPtr barrier() override;
+  // Like a GPU backend's abort: collectives queued but not yet run, and any
+  // asked for later, fail with `reason` instead of running. (A collective
+  // already running on the stream finishes: the test device cannot cut
+  // short an MPI call, as NCCL's abort does a kernel.)
+  void abort(const std::string& reason) override;
+  // The reason of the first abort(); empty while none.
+  std::string aborted_reason() const;
 
  private:
   // Queues `collective` on the stream; work that is done once it has run.
@@ -44,11 +53,15 @@ class AsyncTestBackend : public chorus::Backend {
 
   std::unique_ptr<chorus::Backend> transport_;
   std::unique_ptr<AsyncTestDevice> device_;
+  mutable std::mutex abort_mutex_;
+  std::string aborted_;
 };
 
 // A maker for chorus::detail::init_with_backends(): the backend of a new
 // AsyncTestDevice (Device::custom(0)) whose stream waits `delay` before each
-// piece of work; *device (when given) points at it while the runtime runs.
-chorus::BackendMaker async_test_backend(std::chrono::microseconds delay, AsyncTestDevice** device = nullptr);
+// piece of work; *device and *backend (when given) point at them while the
+// runtime runs.
+chorus::BackendMaker async_test_backend(std::chrono::microseconds delay, AsyncTestDevice** device = nullptr,
+                                        AsyncTestBackend** backend = nullptr);
 
 }  // namespace chorus_test
