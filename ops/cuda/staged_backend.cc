@@ -1,35 +1,73 @@
 #include "ops/cuda/staged_backend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "ops/cuda/cuda_event.h"
 
 namespace chorus {
+
+// Whether the backend was aborted, and why: read by the host functions (on
+// CUDA's thread), the work (on the runtime's threads) and the backend.
+class StagedAbort {
+ public:
+  void set(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (reason_.empty()) reason_ = reason.empty() ? "(no reason given)" : reason;
+  }
+  // OK until aborted.
+  Status status() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (reason_.empty()) return Status::OK();
+    return Status::Aborted("the staged GPU backend was aborted: " + reason_);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string reason_;
+};
+
 namespace {
 
 // Staging buffers start at this size, so that a job of small collectives
 // allocates once.
 constexpr size_t kMinStagingBytes = size_t{1} << 20;
 
+// Sleeps `*next` (50 us at first), then doubles it up to 1 ms: a wait that
+// yields the CPU, ends within ~1 ms of the event, and still sees an abort.
+void sleep_and_back_off(std::chrono::microseconds* next) {
+  constexpr std::chrono::microseconds kFirst{50}, kLongest{1000};
+  *next = next->count() == 0 ? kFirst : std::min(*next * 2, kLongest);
+  std::this_thread::sleep_for(*next);
+}
+
 // A collective queued on the stream: done once the event recorded after its
 // copy back to the device is; its outcome is the host function's, unless the
-// stream itself failed.
+// stream itself failed. Not waited for in cudaEventSynchronize, which an
+// abort could not end: it polls the event, sleeping in between.
 class StagedWork : public Work {
  public:
-  StagedWork(std::shared_ptr<const CudaEvent> done, std::shared_ptr<const Status> outcome)
-      : done_(std::move(done)), outcome_(std::move(outcome)) {}
-  bool test() override { return cudaEventQuery(done_->get()) != cudaErrorNotReady; }
+  StagedWork(std::shared_ptr<const CudaEvent> done, std::shared_ptr<const Status> outcome,
+             std::shared_ptr<const StagedAbort> abort)
+      : done_(std::move(done)), outcome_(std::move(outcome)), abort_(std::move(abort)) {}
+  bool test() override { return cudaEventQuery(done_->get()) != cudaErrorNotReady || !abort_->status().ok(); }
   Status wait() override {
-    // The event is created with cudaEventBlockingSync: this yields the CPU.
-    CHORUS_RETURN_IF_ERROR(cuda_status("cudaEventSynchronize", cudaEventSynchronize(done_->get())));
-    return *outcome_;  // written by the host function before the stream moved past it
+    for (std::chrono::microseconds backoff{0};; sleep_and_back_off(&backoff)) {
+      const cudaError_t queried = cudaEventQuery(done_->get());
+      if (queried == cudaSuccess) return *outcome_;  // written by the host function before the event
+      if (queried != cudaErrorNotReady) return cuda_status("the stream of a staged collective", queried);
+      CHORUS_RETURN_IF_ERROR(abort_->status());
+    }
   }
 
  private:
   std::shared_ptr<const CudaEvent> done_;
   std::shared_ptr<const Status> outcome_;
+  std::shared_ptr<const StagedAbort> abort_;
 };
 
 // What a host function runs, and where it leaves the outcome. Owned by the
@@ -37,12 +75,15 @@ class StagedWork : public Work {
 struct HostCall {
   std::function<Status()> run;
   std::shared_ptr<Status> outcome;
+  std::shared_ptr<const StagedAbort> abort;
 };
 
-// Runs on CUDA's host-function thread: it must not call CUDA.
+// Runs on CUDA's host-function thread: it must not call CUDA. After an
+// abort it skips the collective: its peers may be gone.
 void CUDART_CB run_host_call(void* data) {
   std::unique_ptr<HostCall> call(static_cast<HostCall*>(data));
-  *call->outcome = call->run();
+  const Status aborted = call->abort->status();
+  *call->outcome = aborted.ok() ? call->run() : aborted;
 }
 
 size_t bytes_of(int64_t count, DataType dtype) { return static_cast<size_t>(count) * dtype_size(dtype); }
@@ -69,9 +110,19 @@ Status check_rank_counts(const char* collective, const std::vector<int64_t>& cou
 }  // namespace
 
 StagedBackend::StagedBackend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport, int rank)
-    : device_(std::move(device)), transport_(std::move(transport)), rank_(rank) {}
+    : device_(std::move(device)),
+      transport_(std::move(transport)),
+      rank_(rank),
+      abort_(std::make_shared<StagedAbort>()) {}
 
 StagedBackend::~StagedBackend() {
+  if (!abort_->status().ok() && use_device().ok() && cudaStreamQuery(device_->stream()) == cudaErrorNotReady) {
+    // A host function may be inside MPI waiting for ranks that are gone:
+    // it would never be waited for, and it still uses the transport and the
+    // staging buffers, so they stay to the process's end (MPI_Abort follows).
+    (void)transport_.release();
+    return;
+  }
   // Nothing the stream still has queued may outlive its buffers; an error
   // here has already failed the work that saw it.
   (void)drain();
@@ -79,6 +130,8 @@ StagedBackend::~StagedBackend() {
     if (buffer->data != nullptr) cudaFreeHost(buffer->data);
   }
 }
+
+void StagedBackend::abort(const std::string& reason) { abort_->set(reason); }
 
 Status StagedBackend::use_device() const {
   return cuda_status("cudaSetDevice", cudaSetDevice(device_->index()));
@@ -88,11 +141,14 @@ Status StagedBackend::drain() {
   CHORUS_RETURN_IF_ERROR(use_device());
   std::shared_ptr<const CudaEvent> queued;
   CHORUS_RETURN_IF_ERROR(CudaEvent::record(device_->stream(), &queued));
-  return cuda_status("cudaEventSynchronize", cudaEventSynchronize(queued->get()));
+  // Work whose outcome is the stream's alone: polled like a collective's, so
+  // that an abort ends the wait.
+  return StagedWork(std::move(queued), std::make_shared<const Status>(), abort_).wait();
 }
 
 Status StagedBackend::reserve(Staging* buffer, size_t bytes) {
   if (bytes <= buffer->bytes) return Status::OK();
+  const size_t grown = std::max({bytes, 2 * buffer->bytes, kMinStagingBytes});
   // Queued collectives may still copy into or out of the old buffer.
   CHORUS_RETURN_IF_ERROR(drain());
   if (buffer->data != nullptr) {
@@ -100,7 +156,6 @@ Status StagedBackend::reserve(Staging* buffer, size_t bytes) {
     buffer->data = nullptr;
     buffer->bytes = 0;
   }
-  const size_t grown = std::max({bytes, 2 * buffer->bytes, kMinStagingBytes});
   void* data = nullptr;
   // Portable: pinned for every CUDA context, whichever device is current.
   const cudaError_t error = cudaHostAlloc(&data, grown, cudaHostAllocPortable);
@@ -115,7 +170,8 @@ Status StagedBackend::reserve(Staging* buffer, size_t bytes) {
 WorkPtr StagedBackend::stage(const char* collective, const Transfer& down, std::function<Status()> on_host,
                              const Transfer& up) {
   const cudaStream_t stream = device_->stream();
-  Status status = use_device();
+  Status status = abort_->status();
+  if (status.ok()) status = use_device();
   if (status.ok() && down.bytes > 0) {
     status = cuda_status("cudaMemcpyAsync (device to host staging)",
                          cudaMemcpyAsync(down.to, down.from, down.bytes, cudaMemcpyDeviceToHost, stream));
@@ -125,7 +181,7 @@ WorkPtr StagedBackend::stage(const char* collective, const Transfer& down, std::
   // host function runs fails that event too.
   auto outcome = std::make_shared<Status>(
       Status::Internal(std::string("the staged ") + collective + " did not run on the GPU's stream"));
-  auto* call = new HostCall{std::move(on_host), outcome};
+  auto* call = new HostCall{std::move(on_host), outcome, abort_};
   const cudaError_t launched = cudaLaunchHostFunc(stream, &run_host_call, call);
   if (launched != cudaSuccess) {
     delete call;
@@ -139,7 +195,7 @@ WorkPtr StagedBackend::stage(const char* collective, const Transfer& down, std::
   std::shared_ptr<const CudaEvent> done;
   status = CudaEvent::record(stream, &done);
   if (!status.ok()) return finished_work(status);
-  return std::make_unique<StagedWork>(std::move(done), std::move(outcome));
+  return std::make_unique<StagedWork>(std::move(done), std::move(outcome), abort_);
 }
 
 WorkPtr StagedBackend::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,

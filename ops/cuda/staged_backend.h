@@ -29,12 +29,20 @@
 // While its host function waits for the other ranks, the stream (and CUDA's
 // thread that runs host functions) waits too: work queued behind it on this
 // stream starts after the collective, as with NCCL.
+//
+// abort() (the runtime stops the job): host functions that have not started
+// skip their collective, later collectives fail at once, and work waited for
+// returns the abort's error instead of waiting for the stream; a host
+// function already inside MPI cannot be cut short (the job's end, MPI_Abort,
+// ends it), so an aborted backend whose stream is still busy leaves its
+// staging buffers and transport to the process's end instead of waiting.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ops/backend.h"
@@ -42,13 +50,15 @@
 
 namespace chorus {
 
+class StagedAbort;
+
 class StagedBackend : public Backend {
  public:
   // `transport`: a host backend over a communicator of its own, driven only
   // by this backend's host functions; `rank`: this rank in its group.
   StagedBackend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport, int rank);
   // Waits for the stream to finish the queued collectives before freeing
-  // their staging buffers.
+  // their staging buffers (unless aborted with the stream still busy).
   ~StagedBackend() override;
   StagedBackend(const StagedBackend&) = delete;
   StagedBackend& operator=(const StagedBackend&) = delete;
@@ -67,6 +77,9 @@ class StagedBackend : public Backend {
   WorkPtr reducescatter(const void* input, void* output, const std::vector<int64_t>& recv_counts, DataType dtype,
                         ReduceOp op, double factor) override;
   WorkPtr barrier() override;
+  // Fails queued and later collectives with "the staged GPU backend was
+  // aborted: <reason>". From any thread.
+  void abort(const std::string& reason) override;
 
  private:
   // Pinned host memory (cudaHostAlloc).
@@ -96,6 +109,9 @@ class StagedBackend : public Backend {
   std::unique_ptr<CudaDevice> device_;
   std::unique_ptr<Backend> transport_;
   int rank_;
+  // Shared with the queued host functions and the work handed out, which
+  // may outlive an aborted backend's wait.
+  std::shared_ptr<StagedAbort> abort_;
   Staging input_;
   Staging output_;
 };

@@ -13,9 +13,11 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/harness.h"
@@ -319,6 +321,45 @@ TEST_F(StagedBackendTest, ReducescatterWithFactorsSkewedAndInPlace) {
 }
 
 TEST_F(StagedBackendTest, Barrier) { expect_done(staged_->barrier()); }
+
+// abort() ends the wait for a collective whose peers do not come (rank 0's
+// allreduce, which the others join only afterwards), and fails later ones
+// at once; the one already inside MPI completes once the peers join.
+TEST_F(StagedBackendTest, AbortEndsTheWaitForPeersThatDoNotCome) {
+  const int64_t count = 1024;
+  const Bytes input = random_bytes(DataType::kFloat32, count, rank_, 51);
+  DeviceBytes buffer(input.size());
+  upload(buffer, input);
+  if (rank_ == 0) {
+    chorus::WorkPtr waiting =
+        staged_->allreduce(buffer.data, buffer.data, count, DataType::kFloat32, ReduceOp::kSum, 1.0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_FALSE(waiting->test()) << "the other ranks have not joined yet";
+    staged_->abort("the test's peers are late");
+    const auto start = std::chrono::steady_clock::now();
+    const Status status = waiting->wait();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    EXPECT_EQ(status.code(), chorus::StatusCode::kAborted);
+    EXPECT_EQ(status.message(), "the staged GPU backend was aborted: the test's peers are late");
+    EXPECT_TRUE(waiting->test());
+    const Status later = staged_->barrier()->wait();
+    EXPECT_EQ(later.message(), status.message());
+    std::vector<int64_t> received;
+    EXPECT_EQ(staged_->exchange_counts(std::vector<int64_t>(static_cast<size_t>(size_), 1), &received).message(),
+              status.message());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank_ != 0) {
+    expect_done(staged_->allreduce(buffer.data, buffer.data, count, DataType::kFloat32, ReduceOp::kSum, 1.0));
+  } else {
+    // The host function that was inside MPI ends now that the peers came.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (cudaStreamQuery(device_->stream()) == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(cudaStreamQuery(device_->stream()), cudaSuccess);
+  }
+}
 
 // The runtime over it: the executor packs fused GPU tensors, the staged
 // backend reduces them, handles complete once the stream has run it all.
