@@ -6,7 +6,9 @@
 namespace chorus {
 namespace {
 
-constexpr size_t kUuidOffset = 1 + 4;
+constexpr size_t kServedOffset = 1;
+constexpr size_t kIndexOffset = 2;
+constexpr size_t kUuidOffset = kIndexOffset + 4;
 constexpr size_t kUuidBytes = 64;
 constexpr size_t kHostOffset = kUuidOffset + kUuidBytes;
 constexpr size_t kHostBytes = kRankGpuBytes - kHostOffset;
@@ -59,8 +61,9 @@ Status bind_cuda_device(int local_rank, int visible, int64_t chosen, const std::
 
 void encode_rank_gpu(const RankGpu& gpu, char out[kRankGpuBytes]) {
   out[0] = static_cast<char>(gpu.state);
+  out[kServedOffset] = gpu.served ? 1 : 0;
   const int32_t index = gpu.index;
-  std::memcpy(out + 1, &index, sizeof(index));
+  std::memcpy(out + kIndexOffset, &index, sizeof(index));
   put_string(gpu.uuid, out + kUuidOffset, kUuidBytes);
   put_string(gpu.host, out + kHostOffset, kHostBytes);
 }
@@ -71,8 +74,9 @@ RankGpu decode_rank_gpu(const char in[kRankGpuBytes]) {
   // A state this build does not know counts as a failure, never as a GPU.
   gpu.state = state <= static_cast<uint8_t>(RankGpu::State::kFailed) ? static_cast<RankGpu::State>(state)
                                                                       : RankGpu::State::kFailed;
+  gpu.served = in[kServedOffset] != 0;
   int32_t index = 0;
-  std::memcpy(&index, in + 1, sizeof(index));
+  std::memcpy(&index, in + kIndexOffset, sizeof(index));
   gpu.index = index;
   gpu.uuid = get_string(in + kUuidOffset, kUuidBytes);
   gpu.host = get_string(in + kHostOffset, kHostBytes);
@@ -96,6 +100,7 @@ const char* gpu_path_name(GpuPlan::Path path) {
     case GpuPlan::Path::kNone: return "none";
     case GpuPlan::Path::kNccl: return "nccl";
     case GpuPlan::Path::kStaged: return "staged";
+    case GpuPlan::Path::kProgramsOwn: return "the program's own";
   }
   return "unknown";
 }
@@ -134,6 +139,11 @@ Status plan_gpu_backends(const std::vector<RankGpu>& ranks, int my_rank, GpuBack
     return Status::OK();
   }
 
+  if (std::all_of(ranks.begin(), ranks.end(), [](const RankGpu& gpu) { return gpu.served; })) {
+    plan.path = GpuPlan::Path::kProgramsOwn;
+    *out = plan;
+    return Status::OK();
+  }
   const std::optional<SharedGpu> shared = find_shared_gpu(ranks);
   const std::string no_nccl = "this build of Chorus has no NCCL backend (built with CHORUS_WITH_NCCL=OFF)";
   switch (mode) {

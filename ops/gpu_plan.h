@@ -48,6 +48,9 @@ struct RankGpu {
   int index = -1;      // kBound: the device index it bound to
   std::string uuid;    // kBound: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
   std::string host;    // its host name, for messages
+  // kBound: a backend the program brought (detail::init_with_backends)
+  // already serves this GPU.
+  bool served = false;
   // Not sent, known for this rank's own entry only. kNone: why it sees no
   // GPU ("CUDA_VISIBLE_DEVICES=; cudaGetDeviceCount found none");
   // kFailed: its error.
@@ -55,9 +58,9 @@ struct RankGpu {
   Status failure;
 };
 
-// The fixed-size record the ranks allgather (state, index, uuid, host;
-// longer strings are cut).
-constexpr size_t kRankGpuBytes = 1 + 4 + 64 + 192;
+// The fixed-size record the ranks allgather (state, served, index, uuid,
+// host; longer strings are cut).
+constexpr size_t kRankGpuBytes = 1 + 1 + 4 + 64 + 192;
 void encode_rank_gpu(const RankGpu& gpu, char out[kRankGpuBytes]);
 RankGpu decode_rank_gpu(const char in[kRankGpuBytes]);
 
@@ -72,7 +75,9 @@ struct SharedGpu {
 std::optional<SharedGpu> find_shared_gpu(const std::vector<RankGpu>& ranks);
 
 struct GpuPlan {
-  enum class Path { kNone, kNccl, kStaged };
+  // kProgramsOwn: every rank's GPU is served by a backend the program
+  // brought, which comes first anyway: nothing to add.
+  enum class Path { kNone, kNccl, kStaged, kProgramsOwn };
   Path path = Path::kNone;
   // Why, for rank 0 to log once at `level` (empty: nothing to say).
   std::string reason;

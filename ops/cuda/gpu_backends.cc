@@ -75,7 +75,8 @@ Status make_gpu_backend(GpuPlan::Path path, std::unique_ptr<CudaDevice> device, 
 Status add_gpu_backends(const Config& agreed, const Topology& topology, SetupChannel& channel,
                         const TransportMaker& new_transport, BackendRegistry* registry) {
   GpuBinding binding;
-  const RankGpu mine = probe_rank_gpu(agreed, topology, &binding);
+  RankGpu mine = probe_rank_gpu(agreed, topology, &binding);
+  mine.served = mine.state == RankGpu::State::kBound && registry->supports(Device::cuda(binding.index));
   std::vector<RankGpu> ranks;
   CHORUS_RETURN_IF_ERROR(exchange_reports(channel, mine, &ranks));
   GpuPlan plan;
@@ -83,6 +84,10 @@ Status add_gpu_backends(const Config& agreed, const Topology& topology, SetupCha
   if (channel.rank() == 0 && !plan.reason.empty()) log_message(plan.level, plan.reason);
   if (plan.path == GpuPlan::Path::kNone) {
     registry->explain(Device::Kind::kCUDA, plan.refusal);
+    return Status::OK();
+  }
+  if (plan.path == GpuPlan::Path::kProgramsOwn) {
+    registry->explain(Device::Kind::kCUDA, other_gpu_refusal(binding));
     return Status::OK();
   }
 

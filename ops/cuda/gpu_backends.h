@@ -22,8 +22,9 @@ namespace chorus {
 using TransportMaker = std::function<Status(std::unique_ptr<Backend>* out)>;
 
 // Collective over `channel` (every rank of the job, in world-rank order).
-// Adds this rank's GPU backend to `registry`, or none, and tells the
-// registry why CUDA tensors it does not serve are refused. Fails on every
+// Adds this rank's GPU backend to `registry`, or none (also when the
+// program's own backends, already in `registry`, serve every rank's GPU),
+// and tells the registry why CUDA tensors it does not serve are refused. Fails on every
 // rank alike: CHORUS_GPU_BACKEND asking for what cannot be had, a rank whose
 // CHORUS_CUDA_DEVICE names a GPU it does not see, CUDA failing on any rank.
 // Rank 0 logs the choice (at warning when ranks share a GPU or some have

@@ -81,10 +81,12 @@ TEST(GpuBinding, ASettingBeyondTheVisibleGpusIsAnError) {
 TEST(GpuRecord, RoundTripsAndCutsLongStrings) {
   RankGpu gpu = bound("GPU-01234567-89ab-cdef-0123-456789abcdef", "a-host", 3);
   gpu.why = "local only";
+  gpu.served = true;
   char record[kRankGpuBytes];
   encode_rank_gpu(gpu, record);
   const RankGpu back = decode_rank_gpu(record);
   EXPECT_EQ(back.state, RankGpu::State::kBound);
+  EXPECT_TRUE(back.served);
   EXPECT_EQ(back.index, 3);
   EXPECT_EQ(back.uuid, gpu.uuid);
   EXPECT_EQ(back.host, "a-host");
@@ -178,6 +180,17 @@ TEST(GpuPlanTest, NcclAskedForFailsEveryRankWhenItCannotRun) {
               "ranks on one GPU; bind each rank to a GPU of its own (CHORUS_CUDA_DEVICE, CUDA_VISIBLE_DEVICES) "
               "or use auto or staged");
   }
+}
+
+TEST(GpuPlanTest, GpusTheProgramsOwnBackendsServeGetNoSecondBackend) {
+  std::vector<RankGpu> ranks = {bound("GPU-a"), bound("GPU-b")};
+  for (RankGpu& gpu : ranks) gpu.served = true;
+  for (GpuBackendMode mode : {GpuBackendMode::kAuto, GpuBackendMode::kNccl, GpuBackendMode::kStaged}) {
+    EXPECT_EQ(plan_everywhere(ranks, mode, true)[0].path, Path::kProgramsOwn);
+  }
+  // Served on some ranks only: every rank still gets the plan's backend.
+  ranks[1].served = false;
+  EXPECT_EQ(plan_everywhere(ranks, GpuBackendMode::kAuto, true)[0].path, Path::kNccl);
 }
 
 TEST(GpuPlanTest, NoGpuAnywhereRegistersNothingAndSaysWhy) {
