@@ -4,12 +4,12 @@
 // backend on its staging buffers, so the bits must be identical: for every
 // dtype and op, with factors, in place and not, several collectives queued
 // before any is waited for (one staging pair serves them in stream order),
-// a message that makes the staging buffers grow behind queued work, and the
-// executor's device operations before and after a collective on the stream.
-// Then the runtime over it: GPU tensors through chorus's API with
-// CHORUS_GPU_BACKEND=staged.
+// a message that makes the staging buffers grow behind queued work, the
+// executor's device operations before and after a collective on the stream,
+// and abort(). The runtime over it: staged_runtime_test.cc.
 //
-// Needs a GPU on every rank; elsewhere each test is skipped, saying why.
+// Needs a GPU on every rank (ranks may share one); elsewhere each test is
+// skipped, saying why, and ctest reports the run as skipped.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -30,6 +30,7 @@
 #include "ops/cuda/staged_backend.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_datatypes.h"
+#include "support/staged_gpu.h"
 #endif
 
 namespace chorus_test {
@@ -46,46 +47,6 @@ using chorus::DataType;
 using chorus::ReduceOp;
 using chorus::Status;
 using Bytes = std::vector<unsigned char>;
-
-// Why this job cannot run the tests (empty when every rank sees a GPU); the
-// same on every rank, so that all skip or none does.
-std::string why_no_gpu(int* visible) {
-  *visible = 0;
-  const cudaError_t error = cudaGetDeviceCount(visible);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();
-    *visible = 0;
-  }
-  int mine = *visible > 0 ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (all == 1) return "";
-  if (mine == 0) {
-    return std::string("this rank sees no CUDA device (") +
-           (error != cudaSuccess ? cudaGetErrorString(error) : "cudaGetDeviceCount found none") + ")";
-  }
-  return "another rank sees no CUDA device";
-}
-
-int local_rank() {
-  MPI_Comm local;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int rank = 0;
-  MPI_Comm_rank(local, &rank);
-  MPI_Comm_free(&local);
-  return rank;
-}
-
-// Device memory, freed at the end of the scope.
-struct DeviceBytes {
-  explicit DeviceBytes(size_t n) : bytes(n) {
-    EXPECT_EQ(cudaMalloc(&data, n == 0 ? 1 : n), cudaSuccess);
-  }
-  ~DeviceBytes() { cudaFree(data); }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  void* data = nullptr;
-  size_t bytes;
-};
 
 // `rank`'s input as raw bytes: floats at full precision (results depend on
 // how they are rounded), products' factors that cannot overflow.
@@ -108,7 +69,7 @@ class StagedBackendTest : public ::testing::Test {
     MPI_Comm_dup(MPI_COMM_WORLD, &staged_comm_);
     MPI_Comm_dup(MPI_COMM_WORLD, &host_comm_);
     std::unique_ptr<chorus::CudaDevice> device;
-    const Status created = chorus::CudaDevice::create(local_rank() % visible, &device);
+    const Status created = chorus::CudaDevice::create(host_local_rank() % visible, &device);
     ASSERT_TRUE(created.ok()) << created.to_string();
     device_ = device.get();
     staged_ = std::make_unique<chorus::StagedBackend>(
@@ -358,54 +319,6 @@ TEST_F(StagedBackendTest, AbortEndsTheWaitForPeersThatDoNotCome) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     EXPECT_EQ(cudaStreamQuery(device_->stream()), cudaSuccess);
-  }
-}
-
-// The runtime over it: the executor packs fused GPU tensors, the staged
-// backend reduces them, handles complete once the stream has run it all.
-class StagedRuntimeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    int visible = 0;
-    const std::string why = why_no_gpu(&visible);
-    if (!why.empty()) GTEST_SKIP() << "no GPU for the staged backend: " << why;
-    env_ = std::make_unique<ScopedEnv>("CHORUS_GPU_BACKEND", "staged");
-    ASSERT_TRUE(init_chorus());
-    index_ = local_rank() % visible;
-  }
-  void TearDown() override {
-    shutdown_chorus();
-    env_.reset();
-  }
-  std::unique_ptr<ScopedEnv> env_;
-  int index_ = 0;
-};
-
-TEST_F(StagedRuntimeTest, FusedAllreducesOfGpuTensors) {
-  const chorus::Device gpu = chorus::Device::cuda(index_);
-  ASSERT_TRUE(chorus::supports(gpu));
-  EXPECT_FALSE(chorus::supports(chorus::Device::cuda(index_ + 64)));
-  std::vector<std::unique_ptr<DeviceBytes>> memory;
-  std::vector<std::vector<double>> expected;
-  std::vector<chorus::Tensor> tensors;
-  std::vector<chorus::Handle> handles;
-  for (int i = 0; i < 6; ++i) {
-    const chorus::Shape shape{17 + 100 * i};
-    const auto inputs = make_inputs(DataType::kFloat32, shape, world_size(), i, 0x57a9ed);
-    expected.push_back(reference_reduce(inputs, ReduceOp::kAverage, 1.0, 1.0));
-    memory.push_back(std::make_unique<DeviceBytes>(inputs[0].bytes()));
-    ASSERT_EQ(cudaMemcpy(memory.back()->data, inputs[static_cast<size_t>(world_rank())].data(),
-                         inputs[0].bytes(), cudaMemcpyHostToDevice),
-              cudaSuccess);
-    tensors.emplace_back(memory.back()->data, DataType::kFloat32, shape, gpu);
-    handles.push_back(submit([&] { return chorus::allreduce_async("staged." + std::to_string(i), tensors.back()); }));
-  }
-  for (size_t i = 0; i < handles.size(); ++i) {
-    SCOPED_TRACE("tensor " + std::to_string(i));
-    ASSERT_DONE(handles[i]);
-    Buffer result(DataType::kFloat32, tensors[i].shape);
-    ASSERT_EQ(cudaMemcpy(result.data(), tensors[i].data, result.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_TRUE(matches(result.tensor(), expected[i]));
   }
 }
 
