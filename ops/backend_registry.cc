@@ -13,4 +13,14 @@ void BackendRegistry::abort_all(const std::string& reason) const {
   for (const auto& backend : backends_) backend->abort(reason);
 }
 
+Status BackendRegistry::check(const std::string& name, const Device& device) const {
+  if (supports(device)) return Status::OK();
+  const auto why = explanations_.find(device.kind);
+  if (why != explanations_.end()) {
+    return Status::InvalidArgument("tensor '" + name + "' is on " + device.to_string() + " but " + why->second);
+  }
+  return Status::InvalidArgument("'" + name + "': no backend in this build supports tensors on " +
+                                 device.to_string());
+}
+
 }  // namespace chorus

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +31,19 @@ class BackendRegistry {
   // device collective whose peers are gone.
   void abort_all(const std::string& reason) const;
 
+  // Why no backend here serves devices of `kind` (or, with one that serves
+  // some of them, the others), completing "tensor 'x' is on cuda:1 but
+  // <why>": e.g. "this rank sees no CUDA device (...)".
+  void explain(Device::Kind kind, std::string why) { explanations_[kind] = std::move(why); }
+  // OK when a backend supports `device`; else the InvalidArgument a
+  // collective on the tensor `name` there gets: "tensor '<name>' is on
+  // <device> but <why>", or "'<name>': no backend in this build supports
+  // tensors on <device>" for a kind nothing explained.
+  Status check(const std::string& name, const Device& device) const;
+
  private:
   std::vector<std::unique_ptr<Backend>> backends_;
+  std::map<Device::Kind, std::string> explanations_;
 };
 
 }  // namespace chorus

@@ -15,6 +15,10 @@
 #include "ops/shm/shm_controller_transport.h"
 #include "ops/shm/shm_cycle_trigger.h"
 #include "ops/shm/shm_group.h"
+#include "ops/gpu_plan.h"
+#ifdef CHORUS_WITH_CUDA
+#include "ops/cuda/gpu_backends.h"
+#endif
 
 namespace chorus {
 
@@ -30,8 +34,9 @@ Status Communication::connect(std::unique_ptr<Communication>* out) {
 
 Status Communication::start(const Config& agreed, const std::vector<BackendMaker>& custom) {
   create_trigger(agreed, std::move(peers_));
-  // Priority order: device backends first; then host memory: MPI, with
-  // shared-memory allreduce in front when the job is on one host.
+  // Priority order: device backends first (a program's own, then the GPU's);
+  // then host memory: MPI, with shared-memory allreduce in front when the
+  // job is on one host.
   for (const BackendMaker& make : custom) {
     MPI_Comm comm = MPI_COMM_NULL;
     CHORUS_RETURN_IF_ERROR(mpi_->new_comm(&comm));
@@ -39,6 +44,7 @@ Status Communication::start(const Config& agreed, const std::vector<BackendMaker
     CHORUS_RETURN_IF_ERROR(make(std::make_unique<MpiBackend>(comm, &mpi_->types()), &backend));
     backends_.add(std::move(backend));
   }
+  CHORUS_RETURN_IF_ERROR(add_gpu_backends(agreed));
   std::unique_ptr<Backend> host;
   CHORUS_RETURN_IF_ERROR(make_host_backend(
       agreed, topology_, mpi_->data_comm(), std::make_unique<MpiBackend>(mpi_->data_comm(), &mpi_->types()), &host));
@@ -49,6 +55,24 @@ Status Communication::start(const Config& agreed, const std::vector<BackendMaker
   const std::vector<std::string> algorithms = host_->allreduce_algorithms();
   if (std::find(algorithms.begin(), algorithms.end(), "shm") != algorithms.end()) negotiate_through_shm(agreed);
   return Status::OK();
+}
+
+Status Communication::add_gpu_backends(const Config& agreed) {
+#ifdef CHORUS_WITH_CUDA
+  MpiSetupChannel channel(mpi_->control_comm());
+  const TransportMaker new_transport = [this](std::unique_ptr<Backend>* out) {
+    MPI_Comm comm = MPI_COMM_NULL;
+    CHORUS_RETURN_IF_ERROR(mpi_->new_comm(&comm));
+    *out = std::make_unique<MpiBackend>(comm, &mpi_->types());
+    return Status::OK();
+  };
+  return chorus::add_gpu_backends(agreed, topology_, channel, new_transport, &backends_);
+#else
+  GpuPlan plan;
+  CHORUS_RETURN_IF_ERROR(plan_without_cuda(agreed.gpu_backend, &plan));
+  backends_.explain(Device::Kind::kCUDA, plan.refusal);
+  return Status::OK();
+#endif
 }
 
 void Communication::create_trigger(const Config& config, LocalPeers peers) {

@@ -28,8 +28,8 @@ class Communication {
   // settings (core/protocol/settings_agreement.h).
   static Status connect(std::unique_ptr<Communication>* out);
   // Collective: the rest, with the settings every rank agreed on: the cycle
-  // trigger, the backends (those of `custom` first, then host memory's), and
-  // the negotiation's shared-memory transport.
+  // trigger, the backends (those of `custom` first, then the GPU's, then
+  // host memory's), and the negotiation's shared-memory transport.
   Status start(const Config& agreed, const std::vector<BackendMaker>& custom = {});
   ~Communication();
 
@@ -51,6 +51,9 @@ class Communication {
   // sleep until something concerns them; otherwise (or when the segment
   // cannot be set up) over MPI. Either watches `peers` while it waits for them.
   void create_trigger(const Config& config, LocalPeers peers);
+  // Collective: the GPU's backend, when this build has CUDA and the ranks
+  // have GPUs (ops/cuda/gpu_backends.h); else why CUDA tensors are refused.
+  Status add_gpu_backends(const Config& agreed);
   // Wraps the MPI negotiation transport in the shared-memory one.
   void negotiate_through_shm(const Config& config);
   LocalPeers peers_;

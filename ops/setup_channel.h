@@ -29,7 +29,9 @@ class SetupChannel {
 };
 
 // Collective: OK when `mine` is OK on every rank of the channel; else this
-// rank's own error, or an error saying `step` failed on the ranks named.
-Status agree_on_setup(SetupChannel& channel, const Status& mine, const std::string& step);
+// rank's own error, or an error saying that `subject` could not be set up
+// because `step` failed on the ranks named.
+Status agree_on_setup(SetupChannel& channel, const Status& mine, const std::string& step,
+                      const std::string& subject = "Shared memory");
 
 }  // namespace chorus

@@ -46,10 +46,22 @@ constexpr int64_t kMaxShmThreshold = int64_t{1} << 40;
 constexpr int64_t kMaxAutotuneSteps = 100000;
 constexpr int64_t kMaxAutotuneSamples = 1000;
 constexpr double kMaxAutotuneSampleMs = 60000.0;
+// CUDA numbers a process's devices from 0; no machine has more than this.
+constexpr int64_t kMaxCudaDevice = 1023;
 
 bool parse_shm_mode(const std::string& text, ShmAllreduceMode* out) {
   for (ShmAllreduceMode mode : {ShmAllreduceMode::kAuto, ShmAllreduceMode::kOn, ShmAllreduceMode::kOff}) {
     if (text == shm_allreduce_mode_name(mode)) {
+      *out = mode;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_gpu_backend_mode(const std::string& text, GpuBackendMode* out) {
+  for (GpuBackendMode mode : {GpuBackendMode::kAuto, GpuBackendMode::kNccl, GpuBackendMode::kStaged}) {
+    if (text == gpu_backend_mode_name(mode)) {
       *out = mode;
       return true;
     }
@@ -131,9 +143,22 @@ const Variable kVariables[] = {
      [](const std::string& v, Config* c) {
        return parse_integer(v, 1, kMaxAutotuneSamples, &c->autotune_samples);
      }},
+    {"CHORUS_CUDA_DEVICE", "a CUDA device index in [0, 1023] (among the GPUs this process sees)",
+     [](const std::string& v, Config* c) { return parse_integer(v, 0, kMaxCudaDevice, &c->cuda_device); }},
+    {"CHORUS_GPU_BACKEND", "one of auto, nccl, staged",
+     [](const std::string& v, Config* c) { return parse_gpu_backend_mode(v, &c->gpu_backend); }},
 };
 
 }  // namespace
+
+const char* gpu_backend_mode_name(GpuBackendMode mode) {
+  switch (mode) {
+    case GpuBackendMode::kAuto: return "auto";
+    case GpuBackendMode::kNccl: return "nccl";
+    case GpuBackendMode::kStaged: return "staged";
+  }
+  return "unknown";
+}
 
 const char* shm_allreduce_mode_name(ShmAllreduceMode mode) {
   switch (mode) {

@@ -19,6 +19,12 @@ namespace chorus {
 enum class ShmAllreduceMode { kAuto, kOn, kOff };
 const char* shm_allreduce_mode_name(ShmAllreduceMode mode);
 
+// CHORUS_GPU_BACKEND: what runs the collectives of GPU memory
+// (ops/gpu_plan.h): NCCL when it can, else host-staged (auto); NCCL or
+// nothing (nccl); always through host memory (staged).
+enum class GpuBackendMode { kAuto, kNccl, kStaged };
+const char* gpu_backend_mode_name(GpuBackendMode mode);
+
 struct Config {
   // CHORUS_FUSION_THRESHOLD: bytes; 0 disables fusion. Default 64 MiB.
   int64_t fusion_threshold_bytes = 64LL << 20;
@@ -66,6 +72,13 @@ struct Config {
   double autotune_min_sample_ms = 100.0;
   // CHORUS_AUTOTUNE_SAMPLES: settings measured in all (re-measurements included).
   int64_t autotune_samples = 20;
+
+  // CHORUS_CUDA_DEVICE: the index (among the GPUs CUDA_VISIBLE_DEVICES
+  // shows this process) of the GPU this rank binds to; -1 (unset): its local
+  // rank modulo the number of GPUs it sees.
+  int64_t cuda_device = -1;
+  // CHORUS_GPU_BACKEND: auto (default), nccl or staged.
+  GpuBackendMode gpu_backend = GpuBackendMode::kAuto;
 
   // The CHORUS_* variables that were set in the environment, in the order
   // from_env reads them: explicit choices the autotuner must not change.

@@ -59,6 +59,8 @@ std::string verdict_of(const std::vector<std::string>& reports, size_t settings)
 
 std::string mode_name(int64_t mode) { return shm_allreduce_mode_name(static_cast<ShmAllreduceMode>(mode)); }
 
+std::string gpu_mode_name(int64_t mode) { return gpu_backend_mode_name(static_cast<GpuBackendMode>(mode)); }
+
 std::string spelled(const AlikeSetting& setting, int64_t value) {
   return setting.spell ? setting.spell(value) : std::to_string(value);
 }
@@ -74,6 +76,8 @@ std::vector<AlikeSetting> alike_settings(const Config& config) {
       {"CHORUS_SHM_ALLREDUCE", static_cast<int64_t>(config.shm_allreduce), mode_name},
       {"CHORUS_SHM_ALLREDUCE_THRESHOLD", config.shm_allreduce_threshold_bytes},
       {"CHORUS_HIERARCHICAL_ALLREDUCE", static_cast<int64_t>(config.hierarchical_allreduce), mode_name},
+      // Whether GPU collectives take NCCL or host memory: every rank's must match.
+      {"CHORUS_GPU_BACKEND", static_cast<int64_t>(config.gpu_backend), gpu_mode_name},
   };
 }
 

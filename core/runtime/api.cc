@@ -112,10 +112,7 @@ TensorEntry make_entry(Request request, const Tensor& input, const Tensor& outpu
 }
 
 void check_device(Runtime& rt, const std::string& name, const Device& device) {
-  if (!rt.supports(device)) {
-    throw Error(Status::InvalidArgument("'" + name + "': no backend in this build supports tensors on " +
-                                        device.to_string()));
-  }
+  throw_if_error(rt.check_device(name, device));
 }
 
 Handle submit(Runtime& rt, std::vector<TensorEntry> entries) {
@@ -156,6 +153,9 @@ int cross_size() { return runtime()->topology().cross_size; }
 // The backends are fixed once the runtime exists, so a stopped one still
 // answers (the collective that follows reports why it stopped).
 bool supports(const Device& device) { return RuntimeOwner::instance().get()->supports(device); }
+Status check_device(const std::string& name, const Device& device) {
+  return RuntimeOwner::instance().get()->check_device(name, device);
+}
 
 Handle allreduce_async(const std::string& name, const Tensor& input, const Tensor& output,
                        const AllreduceOptions& options) {

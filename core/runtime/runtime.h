@@ -41,6 +41,9 @@ class Runtime {
 
   const Topology& topology() const { return comm_->topology(); }
   bool supports(const Device& device) const { return comm_->backends().supports(device); }
+  Status check_device(const std::string& name, const Device& device) const {
+    return comm_->backends().check(name, device);
+  }
   // Hands entries to the background thread; fails if a name is in flight
   // or the runtime has stopped.
   Status enqueue(std::vector<TensorEntry> entries) { return queue_.add(std::move(entries)); }

@@ -39,12 +39,10 @@ std::string find_device(int rank, int* device) {
   const std::string bad_choice = train_mnist_cuda::choose_device(rank, chorus::local_rank(), probe.count,
                                                                  std::getenv("CHORUS_CUDA_DEVICE"), device);
   if (!bad_choice.empty()) return bad_choice;
-  const chorus::Device cuda = chorus::Device::cuda(*device);
-  if (!chorus::supports(cuda)) {
-    return "train_mnist_cuda: rank " + std::to_string(rank) + ": Chorus cannot reduce tensors on " +
-           cuda.to_string() + " (chorus::supports is false: a build without a GPU backend, or the runtime " +
-           "bound this rank to another GPU)";
-  }
+  // The runtime's own reason when it cannot serve this GPU (no GPU backend
+  // in the build, GPU collectives off in this job, another GPU bound).
+  const chorus::Status refusal = chorus::check_device("gradients", chorus::Device::cuda(*device));
+  if (!refusal.ok()) return "train_mnist_cuda: rank " + std::to_string(rank) + ": " + refusal.message();
   return "";
 }
 

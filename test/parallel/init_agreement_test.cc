@@ -1,13 +1,21 @@
 // init() is collective: when one rank cannot start (a bad CHORUS_* value in
 // its environment only, or an unwritable timeline on rank 0), every rank's
 // init() fails promptly instead of the others starting and then waiting for
-// that rank forever. Afterwards every rank can start again.
+// that rank forever. Afterwards every rank can start again. The GPU settings
+// too: CHORUS_GPU_BACKEND must match, and asking for GPU collectives where a
+// rank has no GPU (or the build no CUDA) fails every rank.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <mpi.h>
 
+#include <string>
 #include <vector>
 
 #include "support/harness.h"
+
+#ifdef CHORUS_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace chorus_test {
 namespace {
@@ -84,6 +92,71 @@ TEST(InitAgreement, CacheCapacityDifferentFromRankZeroFailsInitOnEveryRankOnShar
     EXPECT_THAT(status.message(), HasSubstr("different from rank 0 on rank(s) [" + std::to_string(odd) + "]"));
   }
   ASSERT_TRUE(init_chorus());
+  shutdown_chorus();
+}
+
+TEST(InitAgreement, GpuBackendDifferentFromRankZeroFailsInitOnEveryRank) {
+  const int odd = world_size() - 1;
+  chorus::Status status;
+  {
+    ScopedEnv env("CHORUS_GPU_BACKEND", world_rank() == odd ? "staged" : nullptr);
+    status = thrown_by([] { chorus::init(); });
+  }
+  ASSERT_FALSE(status.ok()) << "init() succeeded on rank " << world_rank();
+  if (world_rank() == odd) {
+    EXPECT_EQ(status.code(), chorus::StatusCode::kInvalidArgument);
+    EXPECT_EQ(status.message(), "CHORUS_GPU_BACKEND must be the same on every rank: rank " + std::to_string(odd) +
+                                    " has staged, rank 0 has auto");
+  } else {
+    EXPECT_THAT(status.message(), HasSubstr("CHORUS_GPU_BACKEND different from rank 0 on rank(s) [" +
+                                            std::to_string(odd) + "]"));
+  }
+  ASSERT_TRUE(init_chorus());
+  shutdown_chorus();
+}
+
+// Whether any rank sees a GPU (0 in a build without CUDA); collective.
+bool any_rank_sees_a_gpu() {
+  int count = 0;
+#ifdef CHORUS_WITH_CUDA
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    count = 0;
+  }
+#endif
+  int mine = count > 0 ? 1 : 0, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any == 1;
+}
+
+TEST(InitAgreement, GpuCollectivesAskedForWithoutAGpuFailInitOnEveryRank) {
+  if (any_rank_sees_a_gpu()) GTEST_SKIP() << "a rank here has a GPU: asking for GPU collectives can succeed";
+  for (const char* mode : {"staged", "nccl"}) {
+    SCOPED_TRACE(mode);
+    chorus::Status status;
+    {
+      ScopedEnv env("CHORUS_GPU_BACKEND", mode);
+      status = thrown_by([] { chorus::init(); });
+    }
+    ASSERT_FALSE(status.ok()) << "init() succeeded on rank " << world_rank();
+    EXPECT_EQ(status.code(), chorus::StatusCode::kInvalidArgument);
+#ifdef CHORUS_WITH_CUDA
+    std::string ranks;
+    for (int r = 0; r < world_size(); ++r) ranks += (r == 0 ? "" : ", ") + std::to_string(r);
+    EXPECT_THAT(status.message(),
+                HasSubstr(std::string("CHORUS_GPU_BACKEND=") + mode +
+                          " asks for GPU collectives, which need a GPU on every rank, but rank(s) [" + ranks +
+                          "] see no CUDA device (this rank: this rank sees no CUDA device ("));
+#else
+    EXPECT_EQ(status.message(), std::string("CHORUS_GPU_BACKEND=") + mode +
+                                    " asks for GPU collectives, but this build of Chorus has no CUDA support "
+                                    "(built with CHORUS_WITH_CUDA=OFF)");
+#endif
+    EXPECT_FALSE(chorus::is_initialized());
+  }
+  // auto, the default, starts without a GPU: host memory only.
+  ASSERT_TRUE(init_chorus());
+  EXPECT_FALSE(chorus::supports(chorus::Device::cuda(0)));
   shutdown_chorus();
 }
 

@@ -164,6 +164,35 @@ TEST(ConfigTest, LogLevelIsCaseInsensitive) {
   }
 }
 
+TEST(ConfigTest, CudaDeviceIsAnIndexOrUnset) {
+  Config config;
+  ASSERT_TRUE(Config::from_env(&config, FakeEnv().lookup()).ok());
+  EXPECT_EQ(config.cuda_device, -1) << "unset: bound from the local rank";
+  ASSERT_TRUE(parse_one("CHORUS_CUDA_DEVICE", "0", &config).ok());
+  EXPECT_EQ(config.cuda_device, 0);
+  ASSERT_TRUE(parse_one("CHORUS_CUDA_DEVICE", "1023", &config).ok());
+  EXPECT_EQ(config.cuda_device, 1023);
+  for (const char* bad : {"", "-1", "1024", "cuda:0", "0x1", " 1", "1.0"}) {
+    EXPECT_EQ(error_for("CHORUS_CUDA_DEVICE", bad),
+              std::string("CHORUS_CUDA_DEVICE='") + bad +
+                  "' is invalid: expected a CUDA device index in [0, 1023] (among the GPUs this process sees)");
+  }
+}
+
+TEST(ConfigTest, GpuBackendMode) {
+  Config config;
+  ASSERT_TRUE(Config::from_env(&config, FakeEnv().lookup()).ok());
+  EXPECT_EQ(config.gpu_backend, GpuBackendMode::kAuto);
+  for (GpuBackendMode mode : {GpuBackendMode::kAuto, GpuBackendMode::kNccl, GpuBackendMode::kStaged}) {
+    ASSERT_TRUE(parse_one("CHORUS_GPU_BACKEND", gpu_backend_mode_name(mode), &config).ok());
+    EXPECT_EQ(config.gpu_backend, mode);
+  }
+  for (const char* bad : {"", "NCCL", "mpi", "host", "on"}) {
+    EXPECT_EQ(error_for("CHORUS_GPU_BACKEND", bad),
+              std::string("CHORUS_GPU_BACKEND='") + bad + "' is invalid: expected one of auto, nccl, staged");
+  }
+}
+
 TEST(ConfigTest, FailureLeavesOutputUntouched) {
   FakeEnv env;
   env.set("CHORUS_CACHE_CAPACITY", "5").set("CHORUS_LOG_LEVEL", "loud");

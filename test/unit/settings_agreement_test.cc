@@ -44,11 +44,12 @@ TEST(SettingsAgreement, RanksWithTheSameSettingsAgree) {
 }
 
 TEST(SettingsAgreement, SettingsOfRankZeroAloneMayDiffer) {
-  // Rank 0's: cycle time and stall settings; this rank's: the log level.
+  // Rank 0's: cycle time and stall settings; this rank's: the log level and its GPU.
   Config zero, other;
   zero.cycle_time_ms = 5;
   zero.stall_check_seconds = 2;
   other.log_level = LogLevel::kDebug;
+  other.cuda_device = 1;  // this rank's GPU
   for (const Status& s : agree({zero, other})) EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
@@ -65,6 +66,7 @@ TEST(SettingsAgreement, EveryAlikeSettingThatDiffersFailsEveryRank) {
     if (std::string(setting.variable) == "CHORUS_HIERARCHICAL_ALLREDUCE") {
       odd.hierarchical_allreduce = ShmAllreduceMode::kOn;
     }
+    if (std::string(setting.variable) == "CHORUS_GPU_BACKEND") odd.gpu_backend = GpuBackendMode::kStaged;
     ASSERT_NE(values(odd), values(base)) << "the test changed nothing";
     const std::vector<Status> results = agree({base, base, odd});
     EXPECT_EQ(results[2].code(), StatusCode::kInvalidArgument);
@@ -86,6 +88,13 @@ TEST(SettingsAgreement, ModesAreSpelledAsTheVariableTakesThem) {
   odd.shm_allreduce = ShmAllreduceMode::kOff;
   EXPECT_EQ(agree({base, odd})[1].message(),
             "CHORUS_SHM_ALLREDUCE must be the same on every rank: rank 1 has off, rank 0 has auto");
+}
+
+TEST(SettingsAgreement, TheGpuBackendIsSpelledAsTheVariableTakesIt) {
+  Config base, odd;
+  odd.gpu_backend = GpuBackendMode::kNccl;
+  EXPECT_EQ(agree({base, odd})[1].message(),
+            "CHORUS_GPU_BACKEND must be the same on every rank: rank 1 has nccl, rank 0 has auto");
 }
 
 TEST(SettingsAgreement, ARankThatCouldNotReadItsEnvironmentFailsEveryRank) {

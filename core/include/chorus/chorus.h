@@ -35,10 +35,17 @@ int cross_rank();   // index of this node among the nodes
 int cross_size();
 
 // True when a backend in this build runs collectives on tensors on `device`
-// (the CPU; CUDA only in a build with a GPU backend). Every collective refuses
-// other devices by itself; frameworks ask first, before they allocate or copy
-// memory on the device.
+// (the CPU; in a build with CUDA, this rank's own GPU when every rank has one:
+// docs/DESIGN.md, "GPUs: binding, shared GPUs and the host-staged path").
+// Every collective refuses other devices by itself; frameworks ask first,
+// before they allocate or copy memory on the device.
 bool supports(const Device& device);
+// OK when supports(device); otherwise the kInvalidArgument error a collective
+// on a tensor named `name` there gets, saying why: e.g. "tensor 'x' is on
+// cuda:0 but this rank sees no CUDA device (...)", "... but this build of
+// Chorus has no CUDA support (built with CHORUS_WITH_CUDA=OFF)", "tensor 'x'
+// is on cuda:1 but this rank's device is cuda:0 (...)".
+Status check_device(const std::string& name, const Device& device);
 
 // Allocates the output of a collective whose output size is known only after
 // negotiation (allgather, alltoall, reducescatter). It must return a tensor of

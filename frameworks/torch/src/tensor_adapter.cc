@@ -44,8 +44,11 @@ void check_device(const ::torch::Tensor& tensor, const std::string& name) {
   // Asked here rather than left to the core's own check: callers allocate
   // outputs, gradients and wire buffers on this device, copy into it, or
   // submit other tensors first, all before the core would see this one.
+  // Devices Chorus has a kind for (the CPU, CUDA) get the runtime's own
+  // refusal, which says why a CUDA tensor has no backend on this rank.
   const Device device = to_chorus_device(tensor.device(), name);
-  if (!chorus::supports(device)) throw Error(unsupported_device(name, device.to_string()));
+  const Status refusal = chorus::check_device(name, device);
+  if (!refusal.ok()) throw Error(refusal);
 }
 
 void check_usable(const ::torch::Tensor& tensor, const std::string& name) {

@@ -32,8 +32,10 @@ Status unsupported_device(const std::string& name, const std::string& device);
 Device to_chorus_device(const c10::Device& device, const std::string& name);
 c10::Device to_torch_device(const Device& device);
 
-// Throws unsupported_device() naming the tensor when no backend in this build
-// supports its (defined) device. Asks the runtime, so needs chorus::init().
+// Throws the runtime's refusal (chorus::check_device) naming the tensor when
+// no backend of this rank supports its (defined) device: for a CUDA tensor,
+// why ("tensor 'w' is on cuda:0 but this rank sees no CUDA device (...)").
+// Asks the runtime, so needs chorus::init().
 void check_device(const ::torch::Tensor& tensor, const std::string& name);
 // Throws chorus::Error (kInvalidArgument) naming the tensor when it is
 // undefined, on a device no backend in this build supports, not dense, or of

@@ -8,12 +8,15 @@
 // Supported dtypes: uint8, int8, int32, int64, float16, bfloat16, float32,
 // float64, and bool for broadcast and allgather. Any other dtype, or a tensor
 // that is undefined, is a chorus::Error naming the tensor and the dtype.
-// Supported devices: those a backend in this build serves (chorus::supports():
-// the CPU; CUDA only with a GPU backend). A tensor on any other device is
-// refused before anything is submitted, with the same error on every path of
-// the torch front end (these ops, DistributedOptimizer, state broadcast):
-// kInvalidArgument, "tensor '<name>' is on device <device>: no backend in this
-// build supports tensors on <device>".
+// Supported devices: those a backend of this rank serves (chorus::supports():
+// the CPU; with a GPU backend, the rank's own GPU). A tensor on any other
+// device is refused before anything is submitted, with the same error on
+// every path of the torch front end (these ops, DistributedOptimizer, state
+// broadcast), kInvalidArgument: for a CUDA tensor the runtime's reason
+// (chorus::check_device: "tensor '<name>' is on cuda:0 but this rank sees no
+// CUDA device (...)"); for a device Chorus has no kind for, "tensor '<name>'
+// is on device <device>: no backend in this build supports tensors on
+// <device>".
 #pragma once
 
 #include <chrono>

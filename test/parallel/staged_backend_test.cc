@@ -1,0 +1,374 @@
+// The host-staged GPU backend (ops/cuda/staged_backend.h): every collective
+// on device memory, against the same collective run by the host's MPI
+// backend on the same data in host memory. The staged backend runs that very
+// backend on its staging buffers, so the bits must be identical: for every
+// dtype and op, with factors, in place and not, several collectives queued
+// before any is waited for (one staging pair serves them in stream order),
+// a message that makes the staging buffers grow behind queued work, and the
+// executor's device operations before and after a collective on the stream.
+// Then the runtime over it: GPU tensors through chorus's API with
+// CHORUS_GPU_BACKEND=staged.
+//
+// Needs a GPU on every rank; elsewhere each test is skipped, saying why.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/harness.h"
+#include "support/reference.h"
+
+#ifdef CHORUS_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "ops/cuda/cuda_device.h"
+#include "ops/cuda/staged_backend.h"
+#include "ops/mpi/mpi_backend.h"
+#include "ops/mpi/mpi_datatypes.h"
+#endif
+
+namespace chorus_test {
+namespace {
+
+#ifndef CHORUS_WITH_CUDA
+
+TEST(StagedBackend, NeedsCuda) { GTEST_SKIP() << "this build has no CUDA (CHORUS_WITH_CUDA=OFF)"; }
+
+#else
+
+using chorus::Backend;
+using chorus::DataType;
+using chorus::ReduceOp;
+using chorus::Status;
+using Bytes = std::vector<unsigned char>;
+
+// Why this job cannot run the tests (empty when every rank sees a GPU); the
+// same on every rank, so that all skip or none does.
+std::string why_no_gpu(int* visible) {
+  *visible = 0;
+  const cudaError_t error = cudaGetDeviceCount(visible);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    *visible = 0;
+  }
+  int mine = *visible > 0 ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all == 1) return "";
+  if (mine == 0) {
+    return std::string("this rank sees no CUDA device (") +
+           (error != cudaSuccess ? cudaGetErrorString(error) : "cudaGetDeviceCount found none") + ")";
+  }
+  return "another rank sees no CUDA device";
+}
+
+int local_rank() {
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int rank = 0;
+  MPI_Comm_rank(local, &rank);
+  MPI_Comm_free(&local);
+  return rank;
+}
+
+// Device memory, freed at the end of the scope.
+struct DeviceBytes {
+  explicit DeviceBytes(size_t n) : bytes(n) {
+    EXPECT_EQ(cudaMalloc(&data, n == 0 ? 1 : n), cudaSuccess);
+  }
+  ~DeviceBytes() { cudaFree(data); }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  void* data = nullptr;
+  size_t bytes;
+};
+
+// `rank`'s input as raw bytes: floats at full precision (results depend on
+// how they are rounded), products' factors that cannot overflow.
+Bytes random_bytes(DataType dtype, int64_t count, int rank, uint64_t seed, Values values = Values::kRandom) {
+  if (count == 0) return {};
+  Buffer buffer = make_input(dtype, {count}, rank, static_cast<int>(seed % 1000), seed, values);
+  const auto* at = static_cast<const unsigned char*>(buffer.data());
+  return Bytes(at, at + buffer.bytes());
+}
+
+class StagedBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int visible = 0;
+    const std::string why = why_no_gpu(&visible);
+    if (!why.empty()) GTEST_SKIP() << "no GPU for the staged backend: " << why;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    ASSERT_TRUE(types_.create().ok());
+    MPI_Comm_dup(MPI_COMM_WORLD, &staged_comm_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &host_comm_);
+    std::unique_ptr<chorus::CudaDevice> device;
+    const Status created = chorus::CudaDevice::create(local_rank() % visible, &device);
+    ASSERT_TRUE(created.ok()) << created.to_string();
+    device_ = device.get();
+    staged_ = std::make_unique<chorus::StagedBackend>(
+        std::move(device), std::make_unique<chorus::MpiBackend>(staged_comm_, &types_), rank_);
+    host_ = std::make_unique<chorus::MpiBackend>(host_comm_, &types_);
+  }
+  void TearDown() override {
+    staged_.reset();
+    host_.reset();
+    if (staged_comm_ != MPI_COMM_NULL) MPI_Comm_free(&staged_comm_);
+    if (host_comm_ != MPI_COMM_NULL) MPI_Comm_free(&host_comm_);
+    types_.destroy();
+  }
+
+  void upload(const DeviceBytes& to, const Bytes& from) {
+    if (!from.empty()) {
+      ASSERT_EQ(cudaMemcpy(to.data, from.data(), from.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  Bytes download(const DeviceBytes& from, size_t bytes) {
+    Bytes out(bytes);
+    if (bytes > 0) {
+      EXPECT_EQ(cudaMemcpy(out.data(), from.data, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    return out;
+  }
+  static void expect_done(chorus::WorkPtr work) {
+    ASSERT_NE(work, nullptr);
+    const Status status = work->wait();
+    EXPECT_TRUE(status.ok()) << status.to_string();
+    EXPECT_TRUE(work->test());
+  }
+
+  // One allreduce on device memory against the host's, the same bits.
+  void expect_allreduce(DataType dtype, ReduceOp op, double factor, int64_t count, bool in_place, uint64_t seed) {
+    SCOPED_TRACE(std::string(chorus::dtype_name(dtype)) + " " + chorus::reduce_op_name(op) + " factor " +
+                 std::to_string(factor) + " count " + std::to_string(count) + (in_place ? " in place" : ""));
+    const Bytes input =
+        random_bytes(dtype, count, rank_, seed, op == ReduceOp::kProduct ? Values::kProduct : Values::kRandom);
+    Bytes expected = input;
+    expect_done(host_->allreduce(expected.data(), expected.data(), count, dtype, op, factor));
+    DeviceBytes in(input.size()), out(input.size());
+    upload(in, input);
+    expect_done(staged_->allreduce(in.data, in_place ? in.data : out.data, count, dtype, op, factor));
+    EXPECT_EQ(download(in_place ? in : out, input.size()), expected);
+    if (!in_place) {
+      EXPECT_EQ(download(in, input.size()), input) << "the input must stay as it was";
+    }
+  }
+
+  int rank_ = 0;
+  int size_ = 1;
+  chorus::MpiTypes types_;
+  MPI_Comm staged_comm_ = MPI_COMM_NULL;
+  MPI_Comm host_comm_ = MPI_COMM_NULL;
+  chorus::CudaDevice* device_ = nullptr;
+  std::unique_ptr<Backend> staged_;
+  std::unique_ptr<Backend> host_;
+};
+
+TEST_F(StagedBackendTest, ServesOnlyItsOwnGpu) {
+  EXPECT_STREQ(staged_->name(), "staged");
+  EXPECT_TRUE(staged_->supports(chorus::Device::cuda(device_->index())));
+  EXPECT_FALSE(staged_->supports(chorus::Device::cuda(device_->index() + 1)));
+  EXPECT_FALSE(staged_->supports(chorus::Device::cpu()));
+  EXPECT_EQ(staged_->device_ops(chorus::Device::cuda(device_->index())), device_);
+}
+
+TEST_F(StagedBackendTest, AllreduceEveryDtypeAndOpGivesTheHostsBits) {
+  uint64_t seed = 1;
+  for (DataType dtype : numeric_dtypes()) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+      for (bool in_place : {false, true}) expect_allreduce(dtype, op, 1.0, 1001, in_place, ++seed);
+    }
+    if (chorus::is_floating_point(dtype)) {
+      expect_allreduce(dtype, ReduceOp::kSum, 1.0 / size_, 777, true, ++seed);  // an average
+      expect_allreduce(dtype, ReduceOp::kSum, 0.25 / size_, 777, false, ++seed);
+    }
+  }
+  expect_allreduce(DataType::kFloat32, ReduceOp::kSum, 1.0, 0, false, ++seed);
+}
+
+TEST_F(StagedBackendTest, CollectivesQueuedTogetherAndAStagingBufferThatGrowsBehindThem) {
+  // Queued without waiting: each reuses the staging buffers the one before
+  // it used, and the last needs larger ones than any before.
+  const std::vector<int64_t> counts = {100, 3000, 17, 3 << 20};
+  std::vector<Bytes> expected;
+  std::vector<std::unique_ptr<DeviceBytes>> buffers;
+  std::vector<chorus::WorkPtr> works;
+  uint64_t seed = 100;
+  for (int64_t count : counts) {
+    const Bytes input = random_bytes(DataType::kFloat32, count, rank_, ++seed);
+    Bytes reduced = input;
+    expect_done(host_->allreduce(reduced.data(), reduced.data(), count, DataType::kFloat32, ReduceOp::kSum, 0.5));
+    expected.push_back(reduced);
+    buffers.push_back(std::make_unique<DeviceBytes>(input.size()));
+    upload(*buffers.back(), input);
+  }
+  for (size_t i = 0; i < counts.size(); ++i) {
+    works.push_back(staged_->allreduce(buffers[i]->data, buffers[i]->data, counts[i], DataType::kFloat32,
+                                       ReduceOp::kSum, 0.5));
+  }
+  for (size_t i = 0; i < counts.size(); ++i) {
+    SCOPED_TRACE("collective " + std::to_string(i));
+    expect_done(std::move(works[i]));
+    EXPECT_EQ(download(*buffers[i], expected[i].size()), expected[i]);
+  }
+}
+
+TEST_F(StagedBackendTest, StaysInStreamOrderWithTheDevicesOwnWork) {
+  // What the executor does: pack (a device copy) and prescale, reduce,
+  // unpack, all queued before anything is waited for.
+  const int64_t count = 4096;
+  const Bytes input = random_bytes(DataType::kFloat32, count, rank_, 7);
+  Bytes expected(input.size());
+  std::vector<float> scaled(static_cast<size_t>(count));
+  std::memcpy(scaled.data(), input.data(), input.size());
+  for (float& v : scaled) v *= 2.0f;
+  std::memcpy(expected.data(), scaled.data(), expected.size());
+  expect_done(host_->allreduce(expected.data(), expected.data(), count, DataType::kFloat32, ReduceOp::kSum, 1.0));
+
+  DeviceBytes tensor(input.size()), fusion(input.size()), result(input.size());
+  upload(tensor, input);
+  chorus::DeviceOps* ops = staged_->device_ops(chorus::Device::cuda(device_->index()));
+  ASSERT_TRUE(ops->copy({{fusion.data, tensor.data, input.size()}}).ok());
+  ASSERT_TRUE(ops->scale(fusion.data, fusion.data, count, DataType::kFloat32, 2.0).ok());
+  chorus::WorkPtr work = staged_->allreduce(fusion.data, fusion.data, count, DataType::kFloat32, ReduceOp::kSum, 1.0);
+  ASSERT_TRUE(ops->copy({{result.data, fusion.data, input.size()}}).ok());
+  const auto unpacked = ops->record();
+  expect_done(std::move(work));
+  unpacked->synchronize();
+  EXPECT_EQ(download(result, input.size()), expected);
+}
+
+TEST_F(StagedBackendTest, AllgathervWithUnequalCounts) {
+  for (DataType dtype : all_dtypes()) {
+    SCOPED_TRACE(chorus::dtype_name(dtype));
+    std::vector<int64_t> counts;
+    for (int r = 0; r < size_; ++r) counts.push_back(r == 1 ? 0 : 5 + 3 * r);
+    const size_t element = chorus::dtype_size(dtype);
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    const Bytes input = random_bytes(dtype, counts[static_cast<size_t>(rank_)], rank_, 11);
+    Bytes expected(static_cast<size_t>(total) * element);
+    expect_done(host_->allgatherv(input.data(), expected.data(), counts, dtype));
+    DeviceBytes in(input.size()), out(expected.size());
+    upload(in, input);
+    expect_done(staged_->allgatherv(in.data, out.data, counts, dtype));
+    EXPECT_EQ(download(out, expected.size()), expected);
+  }
+}
+
+TEST_F(StagedBackendTest, BroadcastFromEveryRoot) {
+  for (int root = 0; root < size_; ++root) {
+    SCOPED_TRACE("root " + std::to_string(root));
+    const Bytes mine = random_bytes(DataType::kUInt8, 5000, rank_, 20 + static_cast<uint64_t>(root));
+    Bytes expected = mine;
+    expect_done(host_->broadcast(expected.data(), static_cast<int64_t>(expected.size()), root));
+    DeviceBytes buffer(mine.size());
+    upload(buffer, mine);
+    expect_done(staged_->broadcast(buffer.data, static_cast<int64_t>(mine.size()), root));
+    EXPECT_EQ(download(buffer, mine.size()), expected);
+  }
+}
+
+TEST_F(StagedBackendTest, ExchangeCountsThenAlltoallv) {
+  std::vector<int64_t> send(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) send[static_cast<size_t>(r)] = (rank_ * 7 + r * 3) % 5;
+  std::vector<int64_t> received, expected_counts;
+  ASSERT_TRUE(host_->exchange_counts(send, &expected_counts).ok());
+  const Status exchanged = staged_->exchange_counts(send, &received);
+  ASSERT_TRUE(exchanged.ok()) << exchanged.to_string();
+  EXPECT_EQ(received, expected_counts);
+
+  for (DataType dtype : {DataType::kFloat64, DataType::kInt8}) {
+    SCOPED_TRACE(chorus::dtype_name(dtype));
+    int64_t sent = 0, total = 0;
+    for (int64_t c : send) sent += c;
+    for (int64_t c : received) total += c;
+    const Bytes input = random_bytes(dtype, sent, rank_, 31);
+    Bytes expected(static_cast<size_t>(total) * chorus::dtype_size(dtype));
+    expect_done(host_->alltoallv(input.data(), send, expected.data(), received, dtype));
+    DeviceBytes in(input.size()), out(expected.size());
+    upload(in, input);
+    expect_done(staged_->alltoallv(in.data, send, out.data, received, dtype));
+    EXPECT_EQ(download(out, expected.size()), expected);
+  }
+}
+
+TEST_F(StagedBackendTest, ReducescatterWithFactorsSkewedAndInPlace) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32}) {
+    for (bool in_place : {false, true}) {
+      SCOPED_TRACE(std::string(chorus::dtype_name(dtype)) + (in_place ? " in place" : ""));
+      std::vector<int64_t> counts;
+      for (int r = 0; r < size_; ++r) counts.push_back(10 + 13 * r);
+      int64_t total = 0;
+      for (int64_t c : counts) total += c;
+      const double factor = chorus::is_floating_point(dtype) ? 1.0 / size_ : 1.0;
+      const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(rank_)]) * chorus::dtype_size(dtype);
+      const Bytes input = random_bytes(dtype, total, rank_, 41);
+      Bytes expected(mine);
+      expect_done(host_->reducescatter(input.data(), expected.data(), counts, dtype, ReduceOp::kSum, factor));
+      DeviceBytes in(input.size()), out(mine);
+      upload(in, input);
+      expect_done(staged_->reducescatter(in.data, in_place ? in.data : out.data, counts, dtype, ReduceOp::kSum,
+                                         factor));
+      EXPECT_EQ(download(in_place ? in : out, mine), expected);
+    }
+  }
+}
+
+TEST_F(StagedBackendTest, Barrier) { expect_done(staged_->barrier()); }
+
+// The runtime over it: the executor packs fused GPU tensors, the staged
+// backend reduces them, handles complete once the stream has run it all.
+class StagedRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int visible = 0;
+    const std::string why = why_no_gpu(&visible);
+    if (!why.empty()) GTEST_SKIP() << "no GPU for the staged backend: " << why;
+    env_ = std::make_unique<ScopedEnv>("CHORUS_GPU_BACKEND", "staged");
+    ASSERT_TRUE(init_chorus());
+    index_ = local_rank() % visible;
+  }
+  void TearDown() override {
+    shutdown_chorus();
+    env_.reset();
+  }
+  std::unique_ptr<ScopedEnv> env_;
+  int index_ = 0;
+};
+
+TEST_F(StagedRuntimeTest, FusedAllreducesOfGpuTensors) {
+  const chorus::Device gpu = chorus::Device::cuda(index_);
+  ASSERT_TRUE(chorus::supports(gpu));
+  EXPECT_FALSE(chorus::supports(chorus::Device::cuda(index_ + 64)));
+  std::vector<std::unique_ptr<DeviceBytes>> memory;
+  std::vector<std::vector<double>> expected;
+  std::vector<chorus::Tensor> tensors;
+  std::vector<chorus::Handle> handles;
+  for (int i = 0; i < 6; ++i) {
+    const chorus::Shape shape{17 + 100 * i};
+    const auto inputs = make_inputs(DataType::kFloat32, shape, world_size(), i, 0x57a9ed);
+    expected.push_back(reference_reduce(inputs, ReduceOp::kAverage, 1.0, 1.0));
+    memory.push_back(std::make_unique<DeviceBytes>(inputs[0].bytes()));
+    ASSERT_EQ(cudaMemcpy(memory.back()->data, inputs[static_cast<size_t>(world_rank())].data(),
+                         inputs[0].bytes(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    tensors.emplace_back(memory.back()->data, DataType::kFloat32, shape, gpu);
+    handles.push_back(submit([&] { return chorus::allreduce_async("staged." + std::to_string(i), tensors.back()); }));
+  }
+  for (size_t i = 0; i < handles.size(); ++i) {
+    SCOPED_TRACE("tensor " + std::to_string(i));
+    ASSERT_DONE(handles[i]);
+    Buffer result(DataType::kFloat32, tensors[i].shape);
+    ASSERT_EQ(cudaMemcpy(result.data(), tensors[i].data, result.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(matches(result.tensor(), expected[i]));
+  }
+}
+
+#endif  // CHORUS_WITH_CUDA
+
+}  // namespace
+}  // namespace chorus_test
