@@ -314,17 +314,20 @@ TEST_F(DeviceHierarchicalTest, AMillionElements) {
 // the stream alone keeps each one's steps in order, and the scratch the
 // shares pass through, reused by each and grown among them, is never
 // overwritten while queued work still reads it.
-TEST_F(DeviceHierarchicalTest, AllreducesQueuedBackToBackWithoutWaiting) {
+TEST(DeviceHierarchicalQueue, AllreducesQueuedBackToBackWithoutWaiting) {
   uint64_t seed = 9000;
-  for (auto& job : jobs_) {
+  for (const HostLayout& layout : layouts_for(world_size())) {
+    // A job of its own: its scratch starts at the least and must grow here.
+    Job job;
+    ASSERT_TRUE(build(&job, layout, ShmAllreduceMode::kOn).ok());
     std::vector<Queued> queued;
     for (int i = 0; i < 24; ++i) {
       // Counts growing past the first scratch (64 KiB) and shrinking again.
       const int64_t count = i < 12 ? 37 + int64_t{i} * 5000 : 3 + int64_t{i % 5} * 11;
-      queued.push_back(prepare(*job, Case{kDtypes[i % 8], kOps[i % 4], count, i % 3 == 0, 1.0, ++seed}));
+      queued.push_back(prepare(job, Case{kDtypes[i % 8], kOps[i % 4], count, i % 3 == 0, 1.0, ++seed}));
     }
-    for (Queued& q : queued) start(*job, q);
-    for (Queued& q : queued) check(*job, q);
+    for (Queued& q : queued) start(job, q);
+    for (Queued& q : queued) check(job, q);
   }
 }
 
