@@ -22,7 +22,6 @@
 #include <mpi.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -30,6 +29,7 @@
 
 #include "async_test_backend.h"
 #include "hierarchical_reference.h"
+#include "support/device_allreduce_check.h"
 #include "ops/device_hierarchical_backend.h"
 #include "ops/device_hierarchical_setup.h"
 #include "ops/mpi/mpi_backend.h"
@@ -140,111 +140,16 @@ Status build(Job* job, const HostLayout& layout, ShmAllreduceMode mode, int64_t 
   return chorus::make_device_hierarchical_backend(setup, MPI_COMM_WORLD, std::move(flat), &job->backend);
 }
 
-// `bytes` in new memory of the device.
-std::shared_ptr<void> upload(AsyncTestDevice& device, const Bytes& bytes) {
-  std::shared_ptr<void> memory;
-  EXPECT_TRUE(device.allocate(bytes.size(), &memory).ok());
-  EXPECT_TRUE(device.from_host(memory.get(), bytes.data(), bytes.size()).ok());
-  return memory;
-}
-Bytes download(AsyncTestDevice& device, const void* memory, size_t bytes) {
-  Bytes out(bytes);
-  EXPECT_TRUE(device.to_host(out.data(), memory, bytes).ok());
-  return out;
-}
+// One case through the job's backend, checked against the hierarchical
+// reference (or the flat one, when the setup kept the flat backend alone).
+using Case = AllreduceCase;
+using Queued = PreparedAllreduce;
 
-// The dtype's relative rounding (its epsilon) and its smallest subnormal.
-double epsilon(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat16: return std::ldexp(1.0, -10);
-    case DataType::kBFloat16: return std::ldexp(1.0, -7);
-    case DataType::kFloat32: return std::ldexp(1.0, -23);
-    default: return std::ldexp(1.0, -52);
-  }
-}
-double tiniest(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat16: return std::ldexp(1.0, -24);
-    case DataType::kBFloat16: return std::ldexp(1.0, -133);
-    case DataType::kFloat32: return std::ldexp(1.0, -149);
-    default: return std::ldexp(1.0, -1074);
-  }
-}
-double value_at(DataType dtype, const Bytes& bytes, int64_t i) {
-  const unsigned char* p = bytes.data() + static_cast<size_t>(i) * chorus::dtype_size(dtype);
-  switch (dtype) {
-    case DataType::kFloat16: return chorus::float16_to_float(hierarchical_detail::load<uint16_t>(p));
-    case DataType::kBFloat16: return chorus::bfloat16_to_float(hierarchical_detail::load<uint16_t>(p));
-    case DataType::kFloat32: return hierarchical_detail::load<float>(p);
-    default: return hierarchical_detail::load<double>(p);
-  }
-}
-
-// One allreduce through the job's backend, checked against the reference.
-struct Case {
-  DataType dtype;
-  ReduceOp op;
-  int64_t count;
-  bool in_place;
-  double factor;
-  uint64_t seed;
-  std::string describe(const HostLayout& layout) const {
-    return layout.describe() + ": " + chorus::dtype_name(dtype) + " " + chorus::reduce_op_name(op) + " of " +
-           std::to_string(count) + (in_place ? " in place" : "") + " x " + std::to_string(factor);
-  }
-};
-
-// The allreduce's input, its output and what it must hold.
-struct Queued {
-  Case c;
-  std::shared_ptr<void> input;
-  std::shared_ptr<void> output;
-  Bytes expected;
-  chorus::WorkPtr work;
-};
-
-// Uploads the case's input (which waits for the stream); start() queues it.
 Queued prepare(Job& job, const Case& c) {
-  const int me = world_rank();
-  const std::vector<Bytes> inputs = order_sensitive_inputs(c.dtype, c.op, world_size(), c.seed, c.count);
-  // A job whose setup kept the flat backend alone folds in world-rank order.
-  const bool flat = job.backend.get() == job.flat;
-  Queued q{c, upload(*job.device, inputs[static_cast<size_t>(me)]), nullptr,
-           flat ? flat_reference(c.dtype, c.op, inputs) : hierarchical_reference(c.dtype, c.op, inputs, job.layout),
-           nullptr};
-  q.output = c.in_place ? q.input : upload(*job.device, Bytes(q.expected.size(), 0xa5));
-  return q;
+  return prepare_allreduce(*job.device, job.layout, job.backend.get() == job.flat, c);
 }
-
-void start(Job& job, Queued& q) {
-  q.work = job.backend->allreduce(q.input.get(), q.output.get(), q.c.count, q.c.dtype, q.c.op, q.c.factor);
-}
-
-void check(Job& job, Queued& q) {
-  const Case& c = q.c;
-  const Status status = q.work->wait();
-  ASSERT_TRUE(status.ok()) << c.describe(job.layout) << ": " << status.to_string();
-  const Bytes actual = download(*job.device, q.output.get(), q.expected.size());
-  if (c.factor == 1.0) {
-    const std::vector<int64_t> wrong = differing_elements(actual, q.expected, chorus::dtype_size(c.dtype));
-    EXPECT_TRUE(wrong.empty()) << c.describe(job.layout) << ": element " << wrong.front()
-                               << " differs from the hierarchical reference";
-    return;
-  }
-  // Scaled once, in the cross-host step: within a rounding of the scaled
-  // reference (scaling twice, or not at all, is far outside).
-  int wrong = 0;
-  for (int64_t i = 0; i < c.count && wrong < 5; ++i) {
-    const double expected = value_at(c.dtype, q.expected, i) * c.factor;
-    const double got = value_at(c.dtype, actual, i);
-    const double tolerance = 2 * epsilon(c.dtype) * std::fabs(expected) + 2 * tiniest(c.dtype);
-    if (!(std::fabs(got - expected) <= tolerance)) {
-      ++wrong;
-      ADD_FAILURE() << c.describe(job.layout) << ": element " << i << " is " << got << ", expected " << expected
-                    << " within " << tolerance;
-    }
-  }
-}
+void start(Job& job, Queued& q) { start_allreduce(*job.backend, q); }
+void check(Job& job, Queued& q) { check_allreduce(*job.device, job.layout, Match::kHierarchicalOrder, q); }
 
 void run(Job& job, const Case& c) {
   Queued q = prepare(job, c);
@@ -356,15 +261,15 @@ TEST(DeviceHierarchicalSelection, WhatAutoLeavesAndEveryOtherCollectiveRunFlat) 
   std::vector<int64_t> counts;
   for (int r = 0; r < n; ++r) counts.push_back(r + 1);
   const Bytes mine(static_cast<size_t>(me + 1), static_cast<unsigned char>(me + 1));
-  std::shared_ptr<void> input = upload(device, mine);
-  std::shared_ptr<void> gathered = upload(device, Bytes(static_cast<size_t>(n * (n + 1) / 2), 0));
+  std::shared_ptr<void> input = device_check_detail::upload(device, mine);
+  std::shared_ptr<void> gathered = device_check_detail::upload(device, Bytes(static_cast<size_t>(n * (n + 1) / 2), 0));
   ASSERT_TRUE(job.backend->allgatherv(input.get(), gathered.get(), counts, DataType::kUInt8)->wait().ok());
   Bytes expected;
   for (int r = 0; r < n; ++r) expected.insert(expected.end(), static_cast<size_t>(r + 1), static_cast<unsigned char>(r + 1));
-  EXPECT_EQ(download(device, gathered.get(), expected.size()), expected);
-  std::shared_ptr<void> root_value = upload(device, Bytes(8, static_cast<unsigned char>(me == n - 1 ? 42 : 0)));
+  EXPECT_EQ(device_check_detail::download(device, gathered.get(), expected.size()), expected);
+  std::shared_ptr<void> root_value = device_check_detail::upload(device, Bytes(8, static_cast<unsigned char>(me == n - 1 ? 42 : 0)));
   ASSERT_TRUE(job.backend->broadcast(root_value.get(), 8, n - 1)->wait().ok());
-  EXPECT_EQ(download(device, root_value.get(), 8), Bytes(8, 42));
+  EXPECT_EQ(device_check_detail::download(device, root_value.get(), 8), Bytes(8, 42));
   ASSERT_TRUE(job.backend->barrier()->wait().ok());
   std::vector<int64_t> received;
   ASSERT_TRUE(job.backend->exchange_counts(std::vector<int64_t>(static_cast<size_t>(n), me), &received).ok());
