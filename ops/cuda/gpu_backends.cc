@@ -87,8 +87,8 @@ Status add_hierarchy(const Config& agreed, const Topology& topology, GpuPlan::Pa
   return make_gpu_hierarchical_backend(selection, topology, comm, std::move(device), std::move(*backend),
                                        NcclOptions(), backend);
 #else
-  // The host-staged backend runs every collective through MPI on host
-  // memory already: no hierarchy of its own.
+  // A build without NCCL: the host-staged backend runs every collective
+  // through MPI on host memory already, with no hierarchy of its own.
   (void)agreed;
   (void)topology;
   (void)path;
