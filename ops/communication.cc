@@ -66,7 +66,8 @@ Status Communication::add_gpu_backends(const Config& agreed) {
     *out = std::make_unique<MpiBackend>(comm, &mpi_->types());
     return Status::OK();
   };
-  return chorus::add_gpu_backends(agreed, topology_, channel, new_transport, &backends_);
+  const CommMaker new_comm = [this](MPI_Comm* out) { return mpi_->new_comm(out); };
+  return chorus::add_gpu_backends(agreed, topology_, channel, new_transport, new_comm, &backends_);
 #else
   GpuPlan plan;
   CHORUS_RETURN_IF_ERROR(plan_without_cuda(agreed.gpu_backend, &plan));

@@ -52,7 +52,8 @@ struct Config {
   int64_t shm_allreduce_threshold_bytes = 64LL << 10;
   // CHORUS_HIERARCHICAL_ALLREDUCE: for jobs on several hosts, allreduce in
   // shared memory within each host and over MPI across hosts
-  // (ops/shm/hierarchical_backend.h). auto (default: when every host has the
+  // (ops/shm/hierarchical_backend.h); for GPU memory over NCCL, NCCL within
+  // each host and MPI across (ops/device_hierarchical_backend.h). auto (default: when every host has the
   // same number of ranks, at least 2), on (every allreduce on host memory;
   // init fails if hosts hold different numbers of ranks), off (flat MPI).
   ShmAllreduceMode hierarchical_allreduce = ShmAllreduceMode::kAuto;

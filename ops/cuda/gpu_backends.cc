@@ -12,6 +12,7 @@
 #include "ops/cuda/staged_backend.h"
 #include "ops/gpu_plan.h"
 #ifdef CHORUS_WITH_NCCL
+#include "ops/cuda/gpu_hierarchical.h"
 #include "ops/nccl/nccl_backend.h"
 #endif
 
@@ -57,7 +58,7 @@ class CurrentDeviceKept {
 };
 
 // The plan's backend over `device`, from a transport of its own.
-Status make_gpu_backend(GpuPlan::Path path, std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
+Status make_gpu_backend(GpuPlan::Path path, std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
                         int rank, std::unique_ptr<Backend>* out) {
 #ifdef CHORUS_WITH_NCCL
   if (path == GpuPlan::Path::kNccl) {
@@ -70,10 +71,38 @@ Status make_gpu_backend(GpuPlan::Path path, std::unique_ptr<CudaDevice> device, 
   return Status::OK();
 }
 
+// NCCL on a job spanning hosts: the hierarchical backend in front of the
+// flat one `backend`, as CHORUS_HIERARCHICAL_ALLREDUCE and the hosts allow.
+// Collective; fails (or keeps the flat backend) on every rank alike.
+Status add_hierarchy(const Config& agreed, const Topology& topology, GpuPlan::Path path,
+                     std::shared_ptr<CudaDevice> device, const CommMaker& new_comm, std::unique_ptr<Backend>* backend) {
+#ifdef CHORUS_WITH_NCCL
+  if (path != GpuPlan::Path::kNccl || topology.nodes < 2) return Status::OK();
+  HierarchicalSelection selection;
+  selection.mode = agreed.hierarchical_allreduce;
+  selection.threshold_bytes = agreed.shm_allreduce_threshold_bytes;
+  selection.ranks = topology.size;
+  MPI_Comm comm = MPI_COMM_NULL;
+  CHORUS_RETURN_IF_ERROR(new_comm(&comm));
+  return make_gpu_hierarchical_backend(selection, topology, comm, std::move(device), std::move(*backend),
+                                       NcclOptions(), backend);
+#else
+  // A build without NCCL: the host-staged backend runs every collective
+  // through MPI on host memory already, with no hierarchy of its own.
+  (void)agreed;
+  (void)topology;
+  (void)path;
+  (void)device;
+  (void)new_comm;
+  (void)backend;
+  return Status::OK();
+#endif
+}
+
 }  // namespace
 
 Status add_gpu_backends(const Config& agreed, const Topology& topology, SetupChannel& channel,
-                        const TransportMaker& new_transport, BackendRegistry* registry) {
+                        const TransportMaker& new_transport, const CommMaker& new_comm, BackendRegistry* registry) {
   GpuBinding binding;
   RankGpu mine = probe_rank_gpu(agreed, topology, &binding);
   mine.served = mine.state == RankGpu::State::kBound && registry->supports(Device::cuda(binding.index));
@@ -95,16 +124,19 @@ Status add_gpu_backends(const Config& agreed, const Topology& topology, SetupCha
   // that waits for all: NCCL's set-up would wait forever for a rank that
   // failed here.
   const CurrentDeviceKept kept;
-  std::unique_ptr<CudaDevice> device;
-  const Status created = CudaDevice::create(binding.index, &device);
+  std::unique_ptr<CudaDevice> created_device;
+  const Status created = CudaDevice::create(binding.index, &created_device);
+  // Shared by the backends that queue on its stream (the hierarchical one's).
+  const std::shared_ptr<CudaDevice> device = std::move(created_device);
   // Each rank's step names no device: the others' are not this rank's.
   CHORUS_RETURN_IF_ERROR(agree_on_setup(channel, created, "creating its GPU's stream", "The GPU backend"));
   std::unique_ptr<Backend> transport;
   CHORUS_RETURN_IF_ERROR(new_transport(&transport));
   std::unique_ptr<Backend> backend;
-  const Status made = make_gpu_backend(plan.path, std::move(device), std::move(transport), channel.rank(), &backend);
+  const Status made = make_gpu_backend(plan.path, device, std::move(transport), channel.rank(), &backend);
   const std::string step = std::string("creating the ") + gpu_path_name(plan.path) + " backend";
   CHORUS_RETURN_IF_ERROR(agree_on_setup(channel, made, step, "The GPU backend"));
+  CHORUS_RETURN_IF_ERROR(add_hierarchy(agreed, topology, plan.path, device, new_comm, &backend));
   CHORUS_LOG(kDebug, "GPU collectives on cuda:" << binding.index << " (" << binding.how << ") through the "
                                                  << backend->name() << " backend");
   registry->add(std::move(backend));

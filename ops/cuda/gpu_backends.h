@@ -5,6 +5,8 @@
 // shared GPUs and the host-staged path").
 #pragma once
 
+#include <mpi.h>
+
 #include <functional>
 #include <memory>
 
@@ -20,6 +22,10 @@ namespace chorus {
 // Makes a host backend over a communicator of its own, for a GPU backend's
 // transport. Collective: every rank calls it, or none does.
 using TransportMaker = std::function<Status(std::unique_ptr<Backend>* out)>;
+// Makes a communicator of every rank of its own (kept until the job ends),
+// from which the hierarchical backend splits its levels' communicators.
+// Collective likewise.
+using CommMaker = std::function<Status(MPI_Comm* out)>;
 
 // Collective over `channel` (every rank of the job, in world-rank order).
 // Adds this rank's GPU backend to `registry`, or none (also when the
@@ -28,8 +34,10 @@ using TransportMaker = std::function<Status(std::unique_ptr<Backend>* out)>;
 // rank alike: CHORUS_GPU_BACKEND asking for what cannot be had, a rank whose
 // CHORUS_CUDA_DEVICE names a GPU it does not see, CUDA failing on any rank.
 // Rank 0 logs the choice (at warning when ranks share a GPU or some have
-// none).
+// none). On a job spanning hosts whose GPUs run NCCL, the hierarchical
+// backend goes in front of the flat NCCL one as CHORUS_HIERARCHICAL_ALLREDUCE
+// says (ops/cuda/gpu_hierarchical.h), on a communicator from `new_comm`.
 Status add_gpu_backends(const Config& agreed, const Topology& topology, SetupChannel& channel,
-                        const TransportMaker& new_transport, BackendRegistry* registry);
+                        const TransportMaker& new_transport, const CommMaker& new_comm, BackendRegistry* registry);
 
 }  // namespace chorus

@@ -109,7 +109,7 @@ Status check_rank_counts(const char* collective, const std::vector<int64_t>& cou
 
 }  // namespace
 
-StagedBackend::StagedBackend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport, int rank)
+StagedBackend::StagedBackend(std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport, int rank)
     : device_(std::move(device)),
       transport_(std::move(transport)),
       rank_(rank),

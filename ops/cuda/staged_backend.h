@@ -55,8 +55,10 @@ class StagedAbort;
 class StagedBackend : public Backend {
  public:
   // `transport`: a host backend over a communicator of its own, driven only
-  // by this backend's host functions; `rank`: this rank in its group.
-  StagedBackend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport, int rank);
+  // by this backend's host functions; `rank`: this rank in its group. The
+  // device may be shared with other backends that queue their work on its
+  // stream (the hierarchical GPU backend's parts).
+  StagedBackend(std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport, int rank);
   // Waits for the stream to finish the queued collectives before freeing
   // their staging buffers (unless aborted with the stream still busy).
   ~StagedBackend() override;
@@ -106,7 +108,7 @@ class StagedBackend : public Backend {
   // The stream's device is the calling thread's current one.
   Status use_device() const;
 
-  std::unique_ptr<CudaDevice> device_;
+  std::shared_ptr<CudaDevice> device_;
   std::unique_ptr<Backend> transport_;
   int rank_;
   // Shared with the queued host functions and the work handed out, which

@@ -28,7 +28,7 @@ std::string describe(const char* call, const char* collective, size_t count, Dat
 
 }  // namespace
 
-NcclBackend::NcclBackend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
+NcclBackend::NcclBackend(std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
                          std::shared_ptr<NcclCommunicator> comm, const NcclOptions& options)
     : options_(options), device_(std::move(device)), transport_(std::move(transport)), comm_(std::move(comm)) {
   ScopedCudaDevice on_device(device_->index());

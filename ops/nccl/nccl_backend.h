@@ -29,6 +29,8 @@
 // fail with the first such reason.
 #pragma once
 
+#include <mpi.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -60,7 +62,9 @@ class NcclBackend : public Backend {
   // Over `comm`, already joined on `device`'s GPU (make_nccl_backend below
   // does both). Fails (every collective then returns the error) when the
   // device's scalar for barrier() cannot be allocated.
-  NcclBackend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
+  // The device may be shared with other backends that queue their work on
+  // its stream (the hierarchical GPU backend's parts).
+  NcclBackend(std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
               std::shared_ptr<NcclCommunicator> comm, const NcclOptions& options);
   // Closes the communicator (NcclOptions::close_timeout), then frees the
   // device memory.
@@ -113,7 +117,7 @@ class NcclBackend : public Backend {
   Status scratch(size_t bytes, void** out);
 
   NcclOptions options_;
-  std::unique_ptr<CudaDevice> device_;
+  std::shared_ptr<CudaDevice> device_;
   std::unique_ptr<Backend> transport_;
   std::shared_ptr<void> barrier_scalar_;  // one int32 on the device
   std::shared_ptr<void> scratch_;
@@ -131,7 +135,11 @@ class NcclBackend : public Backend {
 // outcome through `transport`: if any rank cannot join, every rank fails,
 // with a message naming those ranks. A job of one rank works (a
 // communicator of one). NCCL refuses two ranks on one GPU ("Duplicate GPU").
-Status make_nccl_backend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
+Status make_nccl_backend(std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
+                         const NcclOptions& options, std::unique_ptr<Backend>* out);
+// The same over the ranks of `group` (a host's ranks, say), in its order:
+// `transport` spans exactly those ranks, and messages name ranks of `group`.
+Status make_nccl_backend(MPI_Comm group, std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
                          const NcclOptions& options, std::unique_ptr<Backend>* out);
 
 // A BackendMaker (ops/backend_registry.h) for the NCCL backend on GPU

@@ -44,7 +44,7 @@ namespace {
 
 // make_nccl_backend, for a device that may have failed to come up
 // (`device_status`): that failure goes into the first agreement.
-Status set_up(std::unique_ptr<CudaDevice> device, const Status& device_status, int device_index,
+Status set_up(MPI_Comm group, std::shared_ptr<CudaDevice> device, const Status& device_status, int device_index,
               std::unique_ptr<Backend> transport, const NcclOptions& options, std::unique_ptr<Backend>* out) {
   if (transport == nullptr || out == nullptr) {
     return Status::InvalidArgument("make_nccl_backend: the transport and the output must be given");
@@ -54,8 +54,8 @@ Status set_up(std::unique_ptr<CudaDevice> device, const Status& device_status, i
   if (!initialized) return Status::PreconditionFailed("make_nccl_backend: MPI is not initialized");
   int rank = 0;
   int size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(group, &rank);
+  MPI_Comm_size(group, &size);
   Backend* channel = transport.get();
 
   ncclUniqueId id{};
@@ -88,17 +88,22 @@ Status set_up(std::unique_ptr<CudaDevice> device, const Status& device_status, i
 
 }  // namespace
 
-Status make_nccl_backend(std::unique_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
+Status make_nccl_backend(std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
+                         const NcclOptions& options, std::unique_ptr<Backend>* out) {
+  return make_nccl_backend(MPI_COMM_WORLD, std::move(device), std::move(transport), options, out);
+}
+
+Status make_nccl_backend(MPI_Comm group, std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
                          const NcclOptions& options, std::unique_ptr<Backend>* out) {
   const int index = device == nullptr ? -1 : device->index();
-  return set_up(std::move(device), Status::OK(), index, std::move(transport), options, out);
+  return set_up(group, std::move(device), Status::OK(), index, std::move(transport), options, out);
 }
 
 BackendMaker nccl_backend_maker(int device_index, const NcclOptions& options) {
   return [device_index, options](std::unique_ptr<Backend> transport, std::unique_ptr<Backend>* out) {
     std::unique_ptr<CudaDevice> device;
     const Status created = CudaDevice::create(device_index, &device);
-    return set_up(std::move(device), created, device_index, std::move(transport), options, out);
+    return set_up(MPI_COMM_WORLD, std::move(device), created, device_index, std::move(transport), options, out);
   };
 }
 

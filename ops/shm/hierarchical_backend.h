@@ -1,8 +1,9 @@
 // HierarchicalBackend: host-memory collectives for a job on several hosts
 // with the same number of ranks on each. Allreduces that
-// HierarchicalSelection picks run as HierarchicalAllreduce (shared memory
-// within each host, MPI across hosts); every other collective, and the
-// allreduces it does not pick, go to the MPI backend it wraps.
+// HierarchicalSelection (ops/hierarchical_selection.h) picks run as
+// HierarchicalAllreduce (shared memory within each host, MPI across hosts);
+// every other collective, and the allreduces it does not pick, go to the MPI
+// backend it wraps.
 #pragma once
 
 #include <mpi.h>
@@ -13,25 +14,11 @@
 
 #include "base/config.h"
 #include "ops/forwarding_backend.h"
+#include "ops/hierarchical_selection.h"
 #include "ops/shm/hierarchical_allreduce.h"
 #include "base/topology.h"
 
 namespace chorus {
-
-// Which allreduces take the hierarchical path. Every rank holds rank 0's
-// settings, so all ranks pick the same path for a collective.
-struct HierarchicalSelection {
-  ShmAllreduceMode mode = ShmAllreduceMode::kOff;
-  int64_t threshold_bytes = 0;  // CHORUS_SHM_ALLREDUCE_THRESHOLD
-  int ranks = 1;                // in the whole job
-
-  // kOff: never. kOn: always. kAuto: messages of threshold_bytes and more,
-  // and floating-point sums and products on 3+ ranks of any size: the two
-  // paths fold those in different orders (hosts first, or world ranks), so
-  // a tensor must take the same path alone (small) and fused (large) to get
-  // the same bits. Integers, min and max come out the same on both paths.
-  bool use_hierarchical(int64_t bytes, DataType dtype, ReduceOp op) const;
-};
 
 class HierarchicalBackend : public ForwardingBackend {
  public:
@@ -47,8 +34,6 @@ class HierarchicalBackend : public ForwardingBackend {
                     double factor) override;
 
  private:
-  bool takes(int64_t count, DataType dtype, ReduceOp op) const;
-
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;
   HierarchicalSelection selection_;
 };

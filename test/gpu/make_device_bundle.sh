@@ -29,7 +29,7 @@ done
 # The programs the checks run (test/gpu/run_device_checks.sh names them too),
 # and one CPU-only MPI test that shows the bundled mpirun works there.
 gpu_targets=(device_contract_test cuda_device_test cuda_api_test nccl_backend_test nccl_abort_test nccl_runtime_test
-             staged_backend_test staged_runtime_test chorus_gpu_pack_bench
+             staged_backend_test staged_runtime_test nccl_hierarchical_test chorus_gpu_pack_bench
              chorus_gpu_allreduce_bench train_mnist_cuda)
 cpu_targets=(mpi_backend_test)
 

@@ -18,6 +18,10 @@
 #   5. every collective through the host-staged path at np=2 on the one GPU
 #      (staged_backend_test; NCCL refuses two ranks on one GPU), and the
 #      runtime over it through the public API (staged_runtime_test)
+#   5b. the hierarchical allreduce of GPU memory at np=4 on pretend hosts
+#      (nccl_hierarchical_test: 2 x 2 with staged levels, 4 x 1 with NCCL
+#      over each one-rank host; its NCCL-within-hosts case needs a GPU per
+#      rank and is left out here)
 #   6. fusion pack/unpack bandwidth against cudaMemcpy device-to-device
 #      (chorus_gpu_pack_bench; goal >= 0.8x)
 #   7. a 64 MiB allreduce through Chorus against a bare ncclAllReduce
@@ -124,7 +128,7 @@ gtest_step "mpirun np=2 (CPU)" 120 "${mpirun[@]}" -np 2 "$bin/mpi_backend_test" 
 
 if ((gpus == 0)); then
   for step in "device contract" "CUDA device" "CUDA API" "NCCL collectives np=1" "NCCL abort np=1" "NCCL runtime np=1" \
-              "staged collectives np=2" "staged runtime np=2" "pack bandwidth" \
+              "staged collectives np=2" "staged runtime np=2" "hierarchical np=4" "pack bandwidth" \
               "64 MiB allreduce" "train_mnist_cuda np=1" "train_mnist_cuda np=2"; do
     report "$step" "NOT RUN" "$no_gpu"
   done
@@ -142,6 +146,8 @@ gtest_step "NCCL runtime np=1" 120 "${mpirun[@]}" -np 1 "$bin/nccl_runtime_test"
   --gtest_filter=-NcclRuntimeSetup.*
 gtest_step "staged collectives np=2" 180 "${mpirun[@]}" -np 2 "$bin/staged_backend_test" --gtest_brief=1 --gtest_color=no
 gtest_step "staged runtime np=2" 180 "${mpirun[@]}" -np 2 "$bin/staged_runtime_test" --gtest_brief=1 --gtest_color=no
+gtest_step "hierarchical np=4" 180 "${mpirun[@]}" -np 4 "$bin/nccl_hierarchical_test" --gtest_brief=1 \
+  --gtest_color=no --gtest_filter=-*TheRealConfiguration*
 
 # 6-7. Speed against the same machine's peer, in the same run.
 ratio_step() {  # ratio_step STEP GOAL PATTERN COMMAND...

@@ -4,6 +4,9 @@
 // memory); its work is done once the stream has run it. Every rank queues
 // the same collectives in the same order, so they match across ranks as a
 // GPU's would.
+//
+// Several backends may share one device (one stream), as the parts of the
+// hierarchical device backend do: each queues on it in turn.
 #pragma once
 
 #include <chrono>
@@ -19,8 +22,13 @@ namespace chorus_test {
 
 class AsyncTestBackend : public chorus::Backend {
  public:
-  AsyncTestBackend(std::unique_ptr<chorus::Backend> transport, std::unique_ptr<AsyncTestDevice> device)
+  AsyncTestBackend(std::unique_ptr<chorus::Backend> transport, std::shared_ptr<AsyncTestDevice> device)
       : transport_(std::move(transport)), device_(std::move(device)) {}
+  // Waits for the stream to run what it has queued (its collectives use the
+  // transport): a device shared with other backends outlives this one.
+  ~AsyncTestBackend() override { device_->synchronize(); }
+  AsyncTestBackend(const AsyncTestBackend&) = delete;
+  AsyncTestBackend& operator=(const AsyncTestBackend&) = delete;
 
   const char* name() const override { return "async-test"; }
   bool supports(const chorus::Device& device) const override { return device == device_->device(); }
@@ -52,7 +60,7 @@ class AsyncTestBackend : public chorus::Backend {
   chorus::WorkPtr on_stream(std::function<chorus::Status()> collective);
 
   std::unique_ptr<chorus::Backend> transport_;
-  std::unique_ptr<AsyncTestDevice> device_;
+  std::shared_ptr<AsyncTestDevice> device_;
   mutable std::mutex abort_mutex_;
   std::string aborted_;
 };
