@@ -3,7 +3,8 @@
 # then ctest of the sanitizer build (build-sanitize/) and ctest of the normal
 # build (build/), both with --output-on-failure and in parallel (parallel
 # tests declare PROCESSORS 2, so ctest never oversubscribes the cores).
-# The last line is "N passed, M failed" over both runs; the exit status is
+# The last line is "N passed, M failed, K skipped" over both runs (a test that
+# skipped, e.g. one needing a GPU on a machine without one, is not a pass); the exit status is
 # non-zero if anything failed in either. A build that fails counts as one
 # failure (its tests cannot run).
 #   scripts/run_tests.sh [ctest options...]   e.g. -L unit, -R fusion
@@ -24,6 +25,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 total_passed=0
 total_failed=0
+total_skipped=0
 summaries=()
 
 # run_suite <label> <build dir> [build.sh options]: builds, runs ctest, adds
@@ -31,7 +33,7 @@ summaries=()
 run_suite() {
   local label="$1" dir="$2"
   shift 2
-  local passed=0 failed=0 rc=0 summary
+  local passed=0 failed=0 skipped=0 rc=0 summary
   echo "=== run_tests: $label build ($dir) ===" >&2
   if ! "$root/scripts/build.sh" "$@"; then
     echo "run_tests: the $label build failed; its tests were not run (counted as 1 failure)" >&2
@@ -45,16 +47,20 @@ run_suite() {
       local total
       failed=$(sed -E 's/^.* ([0-9]+) tests? failed out of.*$/\1/' <<<"$summary")
       total=$(sed -E 's/^.*failed out of ([0-9]+).*$/\1/' <<<"$summary")
-      passed=$((total - failed))
+      # ctest counts a skipped test (exit 77, GTEST_SKIP through
+      # gpu_test_main) among the passed ones and lists it as "(Skipped)".
+      skipped=$(grep -cE '^[[:space:]]*[0-9]+ - .* \(Skipped\)$' "$log" || true)
+      passed=$((total - failed - skipped))
     fi
     if ((rc != 0 && failed == 0)); then
       echo "run_tests: ctest in $dir exited with status $rc (counted as 1 failure)" >&2
       failed=1
     fi
   fi
-  summaries+=("$label: $passed passed, $failed failed")
+  summaries+=("$label: $passed passed, $failed failed, $skipped skipped")
   total_passed=$((total_passed + passed))
   total_failed=$((total_failed + failed))
+  total_skipped=$((total_skipped + skipped))
 }
 
 ctest_args=("$@")
@@ -62,5 +68,5 @@ run_suite sanitizer "$root/build-sanitize" --sanitize
 run_suite normal "$root/build"
 
 (IFS=';'; echo "run_tests: ${summaries[*]}" | sed 's/;/; /g')
-echo "$total_passed passed, $total_failed failed"
+echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
 ((total_failed == 0))
