@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "chorus/status.h"
 
@@ -27,6 +28,12 @@ class SetupChannel {
   // Every rank's `bytes` of `mine`, in rank order, into `all` (size() x bytes).
   virtual Status allgather(const void* mine, size_t bytes, void* all) = 0;
 };
+
+// Collective: the ranks of the channel (in its numbering, ascending) where
+// `mine` is not OK; empty when it is OK everywhere.
+Status gather_failed_ranks(SetupChannel& channel, const Status& mine, std::vector<int>* failed);
+// "0, 2": failed ranks as the set-up errors list them.
+std::string rank_list_text(const std::vector<int>& ranks);
 
 // Collective: OK when `mine` is OK on every rank of the channel; else this
 // rank's own error, or an error saying that `subject` could not be set up

@@ -19,20 +19,13 @@ Status split(MPI_Comm comm, int color, int key, MPI_Comm* out) {
 // same kind of error everywhere, naming the ranks that failed (each of which
 // returns its own error).
 Status agree(MPI_Comm comm, const Status& mine, const std::string& step) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  const int ok = mine.ok() ? 1 : 0;
-  std::vector<int> all(static_cast<size_t>(size), 0);
-  CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Allgather (hierarchical allreduce setup)",
-                                    MPI_Allgather(&ok, 1, MPI_INT, all.data(), 1, MPI_INT, comm)));
+  MpiSetupChannel channel(comm);
+  std::vector<int> failed;
+  CHORUS_RETURN_IF_ERROR(gather_failed_ranks(channel, mine, &failed));
   if (!mine.ok()) return mine;
-  std::string failed;
-  for (int r = 0; r < size; ++r) {
-    if (all[static_cast<size_t>(r)] == 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
-  }
   if (failed.empty()) return Status::OK();
   return Status::Aborted("Hierarchical allreduce could not be set up: " + step + " failed on rank(s) [" +
-                         failed + "] (their own error says why)");
+                         rank_list_text(failed) + "] (their own error says why)");
 }
 
 }  // namespace
