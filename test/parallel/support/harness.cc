@@ -138,7 +138,14 @@ bool init_attempted() { return g_init_attempted; }
 
 void ChorusSuite::SetUpTestSuite() { (void)init_chorus(); }
 
-void ChorusSuite::TearDownTestSuite() { shutdown_chorus(); }
+void ChorusSuite::TearDownTestSuite() {
+  // Every rank ends the suite's tests before any shuts down: a rank whose
+  // last test is local (an argument check, say) would otherwise shut down
+  // while another still runs that test, whose call then fails with "rank 0
+  // shut down" instead of the error it checks.
+  test_barrier();
+  shutdown_chorus();
+}
 
 void ChorusSuite::SetUp() {
   ASSERT_TRUE(chorus::is_initialized()) << "chorus::init() failed: " << g_init_error;
