@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "chorus/torch/ops.h"
+#include "cuda_streams.h"
 #include "tensor_adapter.h"
 
 namespace chorus {
@@ -132,7 +133,10 @@ Status GradientReducer::finish_locked() {
   Status first;
   for (auto& flight : in_flight_) {
     try {
-      flight.handle.wait();
+      // CUDA gradients: the optimizer's stream waits for the allreduce, not
+      // this thread.
+      detail::await_result(flight.handle, flight.grad,
+                           [&flight] { return std::vector<::torch::Tensor>{flight.grad, flight.wire}; });
       if (!flight.wire.is_same(flight.grad)) {
         ::torch::NoGradGuard no_grad;
         flight.grad.copy_(flight.wire);

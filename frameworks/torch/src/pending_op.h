@@ -43,14 +43,24 @@ struct PendingOp {
   // Set for ops whose output size is known only after negotiation.
   std::shared_ptr<AllocatedOutput> allocated;
 
-  // Finishes the op once the handle is done and ok: copies results back
-  // (once, whoever calls first) and returns the outputs as the caller sees
-  // them.
+  // Waits until the results may be used by the caller, or throws the op's
+  // error: for CUDA tensors the caller's current stream waits for the
+  // collective (cuda_streams.h), otherwise the calling thread does.
+  void await() const;
+  // Whether await() left the wait to a CUDA stream, after which the results
+  // may be used (on that stream) though the handle may not be done yet.
+  bool awaited_on_stream() const;
+
+  // Finishes the op once await() returned or the handle is done and ok:
+  // copies results back (once, whoever calls first; on a CUDA device on the
+  // current stream, after the collective) and returns the outputs as the
+  // caller sees them.
   std::vector<::torch::Tensor> results() const;
 
  private:
   mutable std::mutex mutex_;
   mutable bool finished_ = false;
+  mutable bool awaited_on_stream_ = false;
 };
 
 }  // namespace detail

@@ -7,7 +7,7 @@
 #include <ATen/MemoryOverlap.h>
 
 #include "chorus/torch/ops.h"
-#include "cuda_ready_event.h"
+#include "cuda_streams.h"
 
 namespace chorus {
 namespace torch {

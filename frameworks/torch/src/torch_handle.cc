@@ -5,11 +5,33 @@
 #include <torch/utils.h>
 
 #include "chorus/torch/ops.h"
+#include "cuda_streams.h"
 #include "pending_op.h"
 
 namespace chorus {
 namespace torch {
 namespace detail {
+
+void PendingOp::await() const {
+  // The tensor whose device the op runs on: inputs exist for every op that
+  // has tensors at all (join and barrier have none and wait on the host).
+  ::torch::Tensor on_device = inputs.empty() ? ::torch::Tensor() : inputs.front();
+  auto in_use = [this] {
+    std::vector<::torch::Tensor> tensors = inputs;
+    tensors.insert(tensors.end(), outputs.begin(), outputs.end());
+    if (allocated) tensors.push_back(allocated->tensor);
+    return tensors;
+  };
+  if (await_result(handle, on_device, in_use)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    awaited_on_stream_ = true;
+  }
+}
+
+bool PendingOp::awaited_on_stream() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return awaited_on_stream_;
+}
 
 std::vector<::torch::Tensor> PendingOp::results() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -44,7 +66,7 @@ const std::string& TorchHandle::name() const { return op().name; }
 
 ::torch::Tensor TorchHandle::wait() const {
   const detail::PendingOp& pending = op();
-  pending.handle.wait();
+  pending.await();
   return pending.results().front();
 }
 
@@ -69,11 +91,19 @@ Status TorchHandle::status() const { return op().handle.status(); }
 std::vector<::torch::Tensor> TorchHandle::outputs() const {
   const detail::PendingOp& pending = op();
   // Not done yet (kInProgress) or failed: the runtime's status as an error.
-  throw_if_error(pending.handle.status());
+  // After wait() on CUDA tensors the results are usable on the caller's
+  // stream though the host may not have seen the collective end.
+  if (!pending.awaited_on_stream()) throw_if_error(pending.handle.status());
   return pending.results();
 }
 
-std::vector<int64_t> TorchHandle::received_splits() const { return op().handle.received_splits(); }
+std::vector<int64_t> TorchHandle::received_splits() const {
+  const detail::PendingOp& pending = op();
+  // Host-side numbers: after a wait() left to a CUDA stream, the host waits
+  // for the collective here.
+  if (pending.awaited_on_stream()) pending.handle.wait();
+  return pending.handle.received_splits();
+}
 
 const chorus::Handle& TorchHandle::handle() const { return op().handle; }
 

@@ -43,10 +43,15 @@ class TorchHandle {
 
   bool valid() const { return op_ != nullptr; }
   const std::string& name() const;
-  // Blocks until done and returns the result (the output tensor; for an
+  // Returns the result once it may be used (the output tensor; for an
   // in-place op the caller's tensor, now holding the result). Throws
   // chorus::Error with the runtime's message when the collective failed.
   // A grouped allreduce returns its first output; use outputs() for all.
+  // CPU tensors: blocks until done. CUDA tensors (with a CUDA LibTorch):
+  // blocks only until the collective is queued on the GPU; the device's
+  // current stream waits for it, as after c10d's work.wait(), so work queued
+  // on that stream afterwards sees the result. An error the GPU reports
+  // later shows in status().
   ::torch::Tensor wait() const;
   // Like wait(), but returns false (and no result) after `timeout`.
   bool wait_for(std::chrono::milliseconds timeout) const;
@@ -57,7 +62,8 @@ class TorchHandle {
 
   // Valid after wait(): every output of a grouped allreduce (one otherwise).
   std::vector<::torch::Tensor> outputs() const;
-  // alltoall: rows received from each rank (valid after wait()).
+  // alltoall: rows received from each rank (valid after wait(); for CUDA
+  // tensors it waits on the host for the collective to end).
   std::vector<int64_t> received_splits() const;
   // The core handle underneath.
   const chorus::Handle& handle() const;
