@@ -127,8 +127,18 @@ Handle submit_one(Runtime& rt, TensorEntry&& entry) {
   return handle;
 }
 
+// Until process sets are implemented (issue 27, in progress): a set other
+// than the global one is refused rather than silently ignored.
+void require_global(const ProcessSet& process_set) {
+  if (!process_set.is_global()) {
+    throw Error(Status::PreconditionFailed("process set " + std::to_string(process_set.id) +
+                                           ": process sets are not implemented yet"));
+  }
+}
+
 Request allreduce_request(const std::string& name, const Tensor& input, const AllreduceOptions& options,
                           int rank) {
+  require_global(options.process_set);
   Request request = base_request(name, OpType::kAllreduce, input, rank);
   request.reduce_op = options.op;
   request.prescale = options.prescale_factor;
@@ -192,8 +202,10 @@ Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor
   return submit(*rt, std::move(entries));
 }
 
-Handle allgather_async(const std::string& name, const Tensor& input, OutputAllocator allocator) {
+Handle allgather_async(const std::string& name, const Tensor& input, OutputAllocator allocator,
+                       const ProcessSet& process_set) {
   auto rt = runtime();
+  require_global(process_set);
   throw_if_error(check_name(name));
   throw_if_error(check_has_first_dim(name, "allgather", input));
   check_device(*rt, name, input.device);
@@ -203,8 +215,10 @@ Handle allgather_async(const std::string& name, const Tensor& input, OutputAlloc
   return submit_one(*rt, std::move(entry));
 }
 
-Handle broadcast_async(const std::string& name, const Tensor& inout, int root_rank) {
+Handle broadcast_async(const std::string& name, const Tensor& inout, int root_rank,
+                       const ProcessSet& process_set) {
   auto rt = runtime();
+  require_global(process_set);
   throw_if_error(check_name(name));
   throw_if_error(check_tensor(name, "tensor", inout));
   throw_if_error(check_root(name, root_rank, rt->topology().size));
@@ -215,8 +229,9 @@ Handle broadcast_async(const std::string& name, const Tensor& inout, int root_ra
 }
 
 Handle alltoall_async(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits,
-                      OutputAllocator allocator) {
+                      OutputAllocator allocator, const ProcessSet& process_set) {
   auto rt = runtime();
+  require_global(process_set);
   throw_if_error(check_name(name));
   std::vector<int64_t> rows = splits;
   throw_if_error(check_alltoall_splits(name, input, rt->topology().size, &rows));
@@ -229,8 +244,9 @@ Handle alltoall_async(const std::string& name, const Tensor& input, const std::v
 }
 
 Handle reducescatter_async(const std::string& name, const Tensor& input, ReduceOp op,
-                           OutputAllocator allocator) {
+                           OutputAllocator allocator, const ProcessSet& process_set) {
   auto rt = runtime();
+  require_global(process_set);
   throw_if_error(check_name(name));
   throw_if_error(check_reducescatter(name, input, op));
   check_device(*rt, name, input.device);
@@ -242,8 +258,9 @@ Handle reducescatter_async(const std::string& name, const Tensor& input, ReduceO
   return submit_one(*rt, std::move(entry));
 }
 
-Handle barrier_async() {
+Handle barrier_async(const ProcessSet& process_set) {
   auto rt = runtime();
+  require_global(process_set);
   const std::string name = rt->next_barrier_name();
   Request request = base_request(name, OpType::kBarrier, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
   return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kBarrier)));
@@ -267,26 +284,28 @@ void grouped_allreduce(const std::string& name, const std::vector<Tensor>& input
                        const std::vector<Tensor>& outputs, const AllreduceOptions& options) {
   grouped_allreduce_async(name, inputs, outputs, options).wait();
 }
-Handle allgather(const std::string& name, const Tensor& input, OutputAllocator allocator) {
-  Handle handle = allgather_async(name, input, std::move(allocator));
+Handle allgather(const std::string& name, const Tensor& input, OutputAllocator allocator,
+                 const ProcessSet& process_set) {
+  Handle handle = allgather_async(name, input, std::move(allocator), process_set);
   handle.wait();
   return handle;
 }
-void broadcast(const std::string& name, const Tensor& inout, int root_rank) {
-  broadcast_async(name, inout, root_rank).wait();
+void broadcast(const std::string& name, const Tensor& inout, int root_rank, const ProcessSet& process_set) {
+  broadcast_async(name, inout, root_rank, process_set).wait();
 }
 Handle alltoall(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits,
-                OutputAllocator allocator) {
-  Handle handle = alltoall_async(name, input, splits, std::move(allocator));
+                OutputAllocator allocator, const ProcessSet& process_set) {
+  Handle handle = alltoall_async(name, input, splits, std::move(allocator), process_set);
   handle.wait();
   return handle;
 }
-Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op, OutputAllocator allocator) {
-  Handle handle = reducescatter_async(name, input, op, std::move(allocator));
+Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op, OutputAllocator allocator,
+                     const ProcessSet& process_set) {
+  Handle handle = reducescatter_async(name, input, op, std::move(allocator), process_set);
   handle.wait();
   return handle;
 }
-void barrier() { barrier_async().wait(); }
+void barrier(const ProcessSet& process_set) { barrier_async(process_set).wait(); }
 int join() {
   Handle handle = join_async();
   handle.wait();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chorus/handle.h"
+#include "chorus/process_set.h"
 #include "chorus/status.h"
 #include "chorus/types.h"
 
@@ -17,6 +18,12 @@ namespace chorus {
 // it must provide MPI_THREAD_MULTIPLE, and shutdown() leaves MPI initialised),
 // reads the CHORUS_* environment, and starts the background thread.
 void init();
+struct InitOptions {
+  // Static process sets, created by init() on every rank in this order: the
+  // i-th gets id i + 1 (see process_set.h; every rank passes the same list).
+  std::vector<std::vector<int>> process_sets;
+};
+void init(const InitOptions& options);
 // Stops the runtime. Collectives still waiting on other ranks fail with an
 // error naming this rank. Safe to call twice. After the runtime stopped the
 // job because ranks stopped responding (CHORUS_STALL_SHUTDOWN_SECONDS), it
@@ -58,6 +65,7 @@ struct AllreduceOptions {
   ReduceOp op = ReduceOp::kAverage;
   double prescale_factor = 1.0;   // multiplies the input before the reduction
   double postscale_factor = 1.0;  // multiplies the result after it
+  ProcessSet process_set;         // the ranks that reduce; kAverage divides by their number
 };
 
 // Allreduce of `input` into `output` (same shape and dtype; may be the same
@@ -74,22 +82,31 @@ inline Handle allreduce_async(const std::string& name, const Tensor& inout,
 Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor>& inputs,
                                const std::vector<Tensor>& outputs,
                                const AllreduceOptions& options = {});
+// Every collective below runs over `process_set` (the global set when
+// omitted): only its members call it, and "rank" in its description means
+// the index in process_set_ranks(); root_rank is a rank of the job (a
+// member of the set). A rank outside the set that submits to it gets
+// chorus::Error naming the set and its ranks.
+//
 // Concatenates every rank's input along the first dimension (which may differ
 // between ranks); the other dimensions must match.
 Handle allgather_async(const std::string& name, const Tensor& input,
-                       OutputAllocator allocator = nullptr);
+                       OutputAllocator allocator = nullptr, const ProcessSet& process_set = {});
 // Replaces `inout` on every rank with root_rank's `inout`.
-Handle broadcast_async(const std::string& name, const Tensor& inout, int root_rank);
+Handle broadcast_async(const std::string& name, const Tensor& inout, int root_rank,
+                       const ProcessSet& process_set = {});
 // Sends splits[i] first-dimension rows of `input` to rank i (empty splits:
 // equal parts); the output holds the rows received, ordered by rank.
 Handle alltoall_async(const std::string& name, const Tensor& input,
-                      const std::vector<int64_t>& splits = {}, OutputAllocator allocator = nullptr);
+                      const std::vector<int64_t>& splits = {}, OutputAllocator allocator = nullptr,
+                      const ProcessSet& process_set = {});
 // Reduces `input` (same shape on every rank) and gives each rank its part of
 // the first dimension: rank r gets rows [begin_r, end_r), the first
 // (rows % size) ranks one row more than the others.
 Handle reducescatter_async(const std::string& name, const Tensor& input,
-                           ReduceOp op = ReduceOp::kSum, OutputAllocator allocator = nullptr);
-Handle barrier_async();
+                           ReduceOp op = ReduceOp::kSum, OutputAllocator allocator = nullptr,
+                           const ProcessSet& process_set = {});
+Handle barrier_async(const ProcessSet& process_set = {});
 // Declares that this rank has no more data. Until every rank has joined, the
 // other ranks' allreduces complete with this rank contributing zeros. The
 // handle's last_joined_rank() is the last rank to join.
@@ -102,14 +119,30 @@ void allreduce(const std::string& name, const Tensor& inout, const AllreduceOpti
 void grouped_allreduce(const std::string& name, const std::vector<Tensor>& inputs,
                        const std::vector<Tensor>& outputs, const AllreduceOptions& options = {});
 // Returns the handle so the caller can read output(); it is already done.
-Handle allgather(const std::string& name, const Tensor& input, OutputAllocator allocator = nullptr);
-void broadcast(const std::string& name, const Tensor& inout, int root_rank);
+Handle allgather(const std::string& name, const Tensor& input, OutputAllocator allocator = nullptr,
+                 const ProcessSet& process_set = {});
+void broadcast(const std::string& name, const Tensor& inout, int root_rank,
+               const ProcessSet& process_set = {});
 Handle alltoall(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits = {},
-                OutputAllocator allocator = nullptr);
+                OutputAllocator allocator = nullptr, const ProcessSet& process_set = {});
 Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op = ReduceOp::kSum,
-                     OutputAllocator allocator = nullptr);
-void barrier();
+                     OutputAllocator allocator = nullptr, const ProcessSet& process_set = {});
+void barrier(const ProcessSet& process_set = {});
 // Returns the last rank to join.
 int join();
+
+// Point-to-point, outside the negotiation: a message goes straight to its
+// peer, from the calling thread, whatever the background thread is doing.
+// `dest_rank` receives it with recv_async(name, ..., this rank); between two
+// ranks, messages of one name are received in the order they were sent.
+// `tensor` stays untouched until the handle is done.
+Handle send_async(const std::string& name, const Tensor& tensor, int dest_rank);
+// Receives into `tensor`, whose dtype and shape must be those the sender
+// sent: otherwise the handle fails with an error naming both ranks and both
+// dtypes and shapes. A sender that died or shut down fails it naming that
+// rank, never a hang.
+Handle recv_async(const std::string& name, const Tensor& tensor, int source_rank);
+void send(const std::string& name, const Tensor& tensor, int dest_rank);
+void recv(const std::string& name, const Tensor& tensor, int source_rank);
 
 }  // namespace chorus
