@@ -9,7 +9,9 @@
 #   (c) training throughput, reference and 25M MLPs at np=1,2,4: ceiling,
 #       Chorus, PyTorch DDP (test/bench/training/run_training_bench.sh);
 #   (d) the 25M MLP with defaults vs CHORUS_AUTOTUNE=1 at np=2, when this
-#       build has autotuning (otherwise the section says it is not available).
+#       build has autotuning (otherwise the section says it is not available);
+#   (e) point-to-point: chorus_bench --mode p2p at np=2, send/recv ping-pong
+#       against MPI_Send/Recv and MPI_Isend/Irecv, 256 B to 4 MiB.
 # Installs what is missing (gnuplot-nox, python3-torch), builds what is stale,
 # writes every measurement to a fresh build/bench/report-<date>/ and then the
 # report (test/bench/report/generate_report.py).
@@ -155,12 +157,14 @@ piece() {
 if ((quick)); then
   sizes=4KiB,64KiB,1MiB
   bench_opts=(--repeats 3 --warmup 1 --latency-repeats 50 --idle-seconds 0.2)
+  p2p_opts=(--p2p-sizes 4KiB,4MiB --repeats 3 --warmup 1)
   gloo_opts=(--repeats 3 --warmup 1)
   training_opts=(--rounds 1 --steps 4 --warmup-steps 1)
   autotune_opts=(--rounds 1 --steps 20 --warmup-steps 1)
 else
   sizes=4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB
   bench_opts=(--repeats 20 --warmup 3 --latency-repeats 1000 --idle-seconds 2)
+  p2p_opts=(--p2p-sizes 256B,4KiB,64KiB,1MiB,4MiB --repeats 20 --warmup 3)
   gloo_opts=(--repeats 20 --warmup 3)
   training_opts=(--rounds 3)
   # With its defaults (a few warm-up steps, 20 samples of 4 steps, one
@@ -184,6 +188,10 @@ for np in 2 4; do
   piece gloo "$np" - "$file" 1200 -- env "GLIBC_TUNABLES=$tunables" /usr/bin/python3 \
     "$root/test/bench/gloo_allreduce_bench.py" --np "$np" --sizes "$sizes" "${gloo_opts[@]}" --json "$results_dir/$file"
 done
+
+# --- (e) point-to-point (before training, while the machine is as quiet as for (a)) ---
+piece chorus_bench_p2p 2 - chorus_bench_p2p-np2.json 600 -- env "GLIBC_TUNABLES=$tunables" \
+  mpirun -np 2 -x GLIBC_TUNABLES "$chorus_bench" --mode p2p "${p2p_opts[@]}" --json "$results_dir/chorus_bench_p2p-np2.json"
 
 # --- (c) training ---------------------------------------------------------------
 piece training - - training.json 3600 -- "$root/test/bench/training/run_training_bench.sh" --np 1,2,4 \
