@@ -321,13 +321,16 @@ void MpiPointToPoint::progress() {
 void MpiPointToPoint::poll() { progress(); }
 
 void MpiPointToPoint::drive(const std::function<bool()>& finished, std::optional<Clock::time_point> deadline) {
-  const auto spin_until = Clock::now() + options_.wait.spin;
+  const auto start = Clock::now();
+  const auto busy_until = start + options_.busy;
+  const auto spin_until = start + options_.wait.spin;
   auto sleep = options_.wait.first_sleep;
   while (true) {
     progress();
     if (finished()) return;
     const auto now = Clock::now();
     if (deadline && now >= *deadline) return;
+    if (now < busy_until) continue;
     if (now < spin_until) {
       sched_yield();
       continue;

@@ -17,8 +17,8 @@
 // Progress. Nothing runs in the background: send() and recv() post their
 // MPI requests from the calling thread, and poll()/drive() (threads in
 // test() or wait()) test the header receive and the requests in flight.
-// drive() tests without pause for WaitPolicy::spin (yielding the CPU between
-// tests, as Open MPI's own waits do here), then sleeps with backoff, which
+// drive() tests without pause for `busy` (50 us), then for WaitPolicy::spin
+// yielding the CPU between tests (as Open MPI's own waits do here), then sleeps with backoff, which
 // bounds what a long wait costs the CPU. While transfers with a peer on this
 // host are outstanding it checks every LocalPeers::kInterval that the peer
 // is alive: a dead one fails them with an error naming it.
@@ -26,6 +26,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <deque>
 #include <list>
 #include <map>
@@ -46,6 +47,11 @@ struct MpiPointToPointOptions {
   // Data of at most this many bytes travels inside its header (measured:
   // docs/DESIGN.md, "Point-to-point"). Every rank must use the same value.
   size_t packed_limit = 4096;
+  // A waiter first tests without yielding for this long: a message that is
+  // on its way arrives within microseconds, and on a loaded machine each
+  // yield may hand the core to another process for a whole time slice
+  // (measured: docs/DESIGN.md, "Point-to-point"). Then `wait`'s phases.
+  std::chrono::microseconds busy{50};
   WaitPolicy wait;
 };
 
