@@ -116,13 +116,15 @@ SearchLog run_search(const SearchSpace& space, Scheduler& scheduler, TrialGroups
     if (r.failed) {
       scheduler.report_failure(r.trial, r.rung);
       log.job_failed(r.trial, r.rung, r.error, r.resource_used, r.end_time);
-      say("trial " + std::to_string(r.trial) + " rung " + std::to_string(r.rung) + " failed: " + r.error);
     } else {
       scheduler.report(r.trial, r.rung, r.metric);
       log.job_finished(r.trial, r.rung, r.metric, r.resource_used, r.end_time);
-      say("trial " + std::to_string(r.trial) + " rung " + std::to_string(r.rung) + ": " + metric_text(r.metric));
     }
+    // Saved before it is announced: a line on the progress output means the
+    // result is on disk.
     save(log);
+    say("trial " + std::to_string(r.trial) + " rung " + std::to_string(r.rung) +
+        (r.failed ? " failed: " + r.error : ": " + metric_text(r.metric)));
     if (options.stop_after_reports > 0 && ++reports >= options.stop_after_reports) {
       stopped_early = true;
       break;

@@ -1,5 +1,6 @@
 #include "chorus/tune/search_plot.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -33,6 +34,12 @@ std::string number(double v) {
   return buf;
 }
 
+std::string short_number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 void write_block(std::string& data, const TrialRecord& t) {
   data += "# trial " + std::to_string(t.id) + " (" + trial_state_name(t.state) + "): " + t.config.to_string() + "\n";
   for (const RungRecord& r : t.rungs)
@@ -52,8 +59,10 @@ Status write_search_plot(const SearchLog& log, const std::string& png_path, cons
 
   std::string data = "# budget metric, one data set per trial with a result, the best trial last\n";
   int sets = 0, failed = 0;
+  int64_t low = log.header().max_budget, high = 1;
   for (const TrialRecord& t : log.trials()) {
     if (t.state == TrialState::kFailed) ++failed;
+    for (const RungRecord& r : t.rungs) low = std::min(low, r.budget), high = std::max(high, r.budget);
     if (t.last_result() == nullptr) continue;
     write_block(data, t);
     ++sets;
@@ -64,13 +73,15 @@ Status write_search_plot(const SearchLog& log, const std::string& png_path, cons
   const std::string heading = !title.empty() ? title
                               : h.scheduler + ": " + std::to_string(log.trials().size()) + " trials (" +
                                     std::to_string(failed) + " failed), best: trial " + std::to_string(best->id) +
-                                    ", " + number(best->last_result()->metric);
+                                    ", " + short_number(best->last_result()->metric);
   std::string script;
   script += "set terminal pngcairo noenhanced size 960,600 font \"sans,11\"\n";
   script += "set output " + quoted(png_path) + "\n";
   script += "set grid\nset key box opaque top left\n";
   script += "set title " + quoted(heading) + "\n";
   script += "set logscale x\nset xlabel \"budget (units)\"\n";
+  // The budgets' own range, with a margin (gnuplot's would run to the next decade).
+  script += "set xrange [" + number(static_cast<double>(low) / 1.25) + ":" + number(static_cast<double>(high) * 1.25) + "]\n";
   script += "set ylabel " + quoted(std::string("metric (") + objective_name(h.objective) + ")") + "\n";
   script += "plot for [i=0:" + std::to_string(sets - 1) + "] " + quoted(data_path) +
             " index i with linespoints lw 1 pt 7 ps 0.6 lc (i % 8 + 1) notitle, \\\n     " + quoted(data_path) +
