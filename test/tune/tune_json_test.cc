@@ -3,6 +3,7 @@
 
 #include "chorus/status.h"
 #include "chorus/tune/json.h"
+#include "chorus/tune/trial.h"
 
 namespace chorus {
 namespace tune {
@@ -56,6 +57,42 @@ TEST(Json, TypeErrorsNameWhatWasExpected) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "the key 'missing' is missing");
   }
+}
+
+// The messages a group runner over Chorus's transport will send.
+TEST(Json, JobsAndReportsSurviveTheWire) {
+  Job job;
+  job.kind = JobKind::kPromote;
+  job.trial = 12;
+  job.rung = 2;
+  job.budget = 27;
+  job.previous_budget = 9;
+  job.bracket = 3;
+  const Job back = decode_job(encode_job(job));
+  EXPECT_EQ(back.kind, job.kind);
+  EXPECT_EQ(back.trial, 12);
+  EXPECT_EQ(back.rung, 2);
+  EXPECT_EQ(back.budget, 27);
+  EXPECT_EQ(back.previous_budget, 9);
+  EXPECT_EQ(back.bracket, 3);
+
+  JobReport r;
+  r.group = 1;
+  r.trial = 12;
+  r.rung = 2;
+  r.metric = 0.1 + 0.2;
+  r.resource_used = 18;
+  r.start_time = 1700000000.125;
+  r.end_time = 1700000009.5;
+  const JobReport rb = decode_report(encode_report(r));
+  EXPECT_EQ(rb.metric, 0.1 + 0.2);
+  EXPECT_EQ(rb.start_time, r.start_time);
+  EXPECT_EQ(rb.resource_used, 18);
+  EXPECT_FALSE(rb.failed);
+  r.failed = true;
+  r.error = "the trial threw: \"x\"";
+  EXPECT_EQ(decode_report(encode_report(r)).error, r.error);
+  EXPECT_THROW(decode_job("{\"kind\": \"jump\"}"), Error);
 }
 
 }  // namespace

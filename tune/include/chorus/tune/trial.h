@@ -55,6 +55,16 @@ struct JobReport {
   double start_time = 0, end_time = 0;  // Unix time in seconds
 };
 
+// The messages between rank 0 and the groups' leaders, as JSON text (the
+// transport moves bytes). A job carries no hyperparameters: every rank runs
+// the same program with the same space and seed, so a group derives the
+// configuration from (seed, trial) itself. Decoding throws chorus::Error
+// naming the bad field.
+std::string encode_job(const Job& job);
+Job decode_job(const std::string& text);
+std::string encode_report(const JobReport& report);
+JobReport decode_report(const std::string& text);
+
 // Wall-clock time as Unix seconds (the log's times; comparable across ranks
 // on synchronised hosts).
 double unix_time_now();
