@@ -94,7 +94,9 @@ TEST_F(ProcessSetOptimizer, BroadcastParametersWithinTheSet) {
   }
   test_barrier();
   // Rank 0 kept its own values.
-  if (rank() == 0) EXPECT_TRUE(::torch::allclose(tensors["weights"], ::torch::zeros({4})));
+  if (rank() == 0) {
+    EXPECT_TRUE(::torch::allclose(tensors["weights"], ::torch::zeros({4})));
+  }
   chorus::remove_process_set(set);
 }
 
