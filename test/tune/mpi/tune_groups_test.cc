@@ -1,0 +1,247 @@
+// The search over process sets under real mpirun ranks (np 2 and 4): groups
+// train at the same time, a trial's allreduce averages over its group only,
+// a trial that throws on one rank or diverges fails for its whole group and
+// the search goes on, the same seed gives the same configurations, and a bad
+// --ranks-per-trial is a clear error on every rank. Every check on rank 0 is
+// made against the search's log, with expectations computed here from the
+// group layout (ranks [gK, (g+1)K)), not from the library.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "chorus/tune/asha.h"
+#include "chorus/tune/distributed_search.h"
+#include "chorus/tune/random_search.h"
+#include "support/harness.h"
+
+namespace chorus_test {
+namespace {
+
+using chorus::tune::AshaOptions;
+using chorus::tune::AshaScheduler;
+using chorus::tune::Config;
+using chorus::tune::RandomSearchOptions;
+using chorus::tune::RandomSearchScheduler;
+using chorus::tune::SearchLog;
+using chorus::tune::SearchOptions;
+using chorus::tune::SearchSpace;
+using chorus::tune::TrialContext;
+using chorus::tune::TrialRecord;
+using chorus::tune::TrialState;
+
+SearchSpace space() {
+  SearchSpace s;
+  s.add_uniform("x", 0.0, 1.0).add_choice("w", {int64_t{1}, int64_t{2}, int64_t{3}});
+  return s;
+}
+
+// What rank r contributes to trial t's allreduce: distinct per rank and trial.
+double contribution(int r, int64_t trial) { return 1000.0 * static_cast<double>(trial) + (r + 1) * (r + 1); }
+
+// The average over group g's ranks, computed from the layout alone.
+double group_average(int group, int k, int64_t trial) {
+  double sum = 0;
+  for (int r = group * k; r < (group + 1) * k; ++r) sum += contribution(r, trial);
+  return sum / k;
+}
+
+// Trains "budget" steps: each one an allreduce (kAverage) within the
+// trial's process set and a short sleep (so that groups overlap in time).
+// Returns the averaged value, which rank 0 checks against the log.
+double averaging_trial(TrialContext& ctx) {
+  double averaged = 0;
+  for (int64_t step = 0; step < ctx.budget; ++step) {
+    double value = contribution(chorus::rank(), ctx.trial);
+    chorus::AllreduceOptions options;
+    options.process_set = ctx.process_set;
+    chorus::allreduce("trial.value", chorus::Tensor(&value, chorus::DataType::kFloat64, {1}), options);
+    averaged = value;
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }
+  return averaged;
+}
+
+std::string state_path(const std::string& what) { return "/tmp/chorus-tune-groups-" + shared_token() + "-" + what; }
+
+class TuneGroups : public ChorusSuite {};
+
+TEST_F(TuneGroups, GroupsTrainAtTheSameTimeAndAverageWithinTheirSet) {
+  for (int k : {1, 2}) {
+    if (size() % k != 0 || size() / k < 2) continue;  // needs two groups at least
+    SCOPED_TRACE("ranks per trial " + std::to_string(k));
+    const int groups = size() / k;
+    RandomSearchOptions ro;
+    ro.max_budget = 6;
+    ro.trials = 2 * groups;
+    RandomSearchScheduler scheduler(ro);
+    SearchOptions options;
+    options.seed = 11;
+    const std::optional<SearchLog> log =
+        chorus::tune::run_distributed_search(space(), scheduler, averaging_trial, k, options);
+    ASSERT_EQ(log.has_value(), rank() == 0);
+    if (rank() != 0) continue;
+    EXPECT_EQ(log->header().groups, groups);
+    ASSERT_EQ(log->trials().size(), static_cast<size_t>(2 * groups));
+    std::set<int> groups_used;
+    for (const TrialRecord& t : log->trials()) {
+      ASSERT_EQ(t.rungs.size(), 1u);
+      const auto& rung = t.rungs[0];
+      EXPECT_EQ(t.state, TrialState::kCompleted) << "trial " << t.id << ": " << rung.error;
+      ASSERT_GE(rung.group, 0);
+      ASSERT_LT(rung.group, groups);
+      groups_used.insert(rung.group);
+      // The average over the trial's group: not over the job, nor one rank.
+      EXPECT_DOUBLE_EQ(rung.metric, group_average(rung.group, k, t.id)) << "trial " << t.id;
+      EXPECT_EQ(rung.resource_used, 6);
+    }
+    EXPECT_EQ(groups_used.size(), static_cast<size_t>(groups));
+    // Some two jobs on different groups were running at the same time.
+    bool overlap = false;
+    for (const TrialRecord& a : log->trials())
+      for (const TrialRecord& b : log->trials()) {
+        const auto &ra = a.rungs[0], &rb = b.rungs[0];
+        if (ra.group != rb.group && ra.start_time < rb.end_time && rb.start_time < ra.end_time) overlap = true;
+      }
+    EXPECT_TRUE(overlap) << "no two groups' jobs overlap in time";
+  }
+}
+
+// Trial 1 throws on the last rank of its group only, after its collectives;
+// trial 2 returns NaN on the group's first rank only; trial 3 throws on every
+// rank. Each is recorded failed for its whole group, and the search goes on.
+TEST_F(TuneGroups, FailingTrialsFailTheirGroupAndTheSearchGoesOn) {
+  const int k = size() >= 4 ? 2 : size();
+  const auto trial = [k](TrialContext& ctx) -> double {
+    const double averaged = averaging_trial(ctx);
+    const int first = ctx.group * k, last = first + k - 1;
+    if (ctx.trial == 1 && chorus::rank() == last) throw std::runtime_error("boom on the last rank");
+    if (ctx.trial == 2 && chorus::rank() == first) return std::nan("");
+    if (ctx.trial == 3) throw std::runtime_error("boom everywhere");
+    return averaged;
+  };
+  AshaOptions ao;
+  ao.max_budget = 4;
+  ao.eta = 2;
+  ao.max_trials = 6;
+  AshaScheduler scheduler(ao);
+  SearchOptions options;
+  options.seed = 5;
+  const std::optional<SearchLog> log = chorus::tune::run_distributed_search(space(), scheduler, trial, k, options);
+  if (rank() != 0) return;
+  ASSERT_TRUE(log.has_value());
+  ASSERT_EQ(log->trials().size(), 6u);
+  for (const TrialRecord& t : log->trials()) {
+    const auto& first = t.rungs.at(0);
+    const std::string last_rank = "rank " + std::to_string(first.group * k + k - 1) + ": ";
+    const std::string first_rank = k > 1 ? "rank " + std::to_string(first.group * k) + ": " : "";
+    if (t.id == 1) {
+      EXPECT_EQ(t.state, TrialState::kFailed);
+      EXPECT_EQ(first.error, (k > 1 ? last_rank : "") + "the trial threw: boom on the last rank");
+    } else if (t.id == 2) {
+      EXPECT_EQ(t.state, TrialState::kFailed);
+      EXPECT_EQ(first.error, first_rank + "the metric is NaN (the trial diverged)");
+    } else if (t.id == 3) {
+      EXPECT_EQ(t.state, TrialState::kFailed);
+      EXPECT_NE(first.error.find("the trial threw: boom everywhere"), std::string::npos) << first.error;
+      if (k > 1) {
+        EXPECT_NE(first.error.find(last_rank), std::string::npos) << first.error;
+      }
+    } else {
+      EXPECT_NE(t.state, TrialState::kFailed) << "trial " << t.id << ": " << first.error;
+      EXPECT_DOUBLE_EQ(first.metric, group_average(first.group, k, t.id));
+    }
+    for (const auto& r : t.rungs) EXPECT_TRUE(r.finished) << "trial " << t.id << " rung " << r.rung;
+  }
+}
+
+// Two searches with one seed hand out the same configurations; another seed
+// others. The trial returns its configuration's x, so the log's metric
+// proves that the group trained the configuration rank 0 recorded.
+TEST_F(TuneGroups, TheSameSeedGivesTheSameConfigurations) {
+  const int k = size() >= 4 ? 2 : 1;
+  const auto trial = [](TrialContext& ctx) {
+    averaging_trial(ctx);
+    return ctx.hyperparameters().get_double("x");
+  };
+  std::vector<std::vector<Config>> configs;
+  for (uint64_t seed : {7u, 7u, 8u}) {
+    RandomSearchOptions ro;
+    ro.max_budget = 1;
+    ro.trials = 5;
+    RandomSearchScheduler scheduler(ro);
+    SearchOptions options;
+    options.seed = seed;
+    const std::optional<SearchLog> log = chorus::tune::run_distributed_search(space(), scheduler, trial, k, options);
+    if (rank() != 0) continue;
+    configs.emplace_back();
+    for (const TrialRecord& t : log->trials()) {
+      configs.back().push_back(t.config);
+      EXPECT_DOUBLE_EQ(t.rungs.at(0).metric, t.config.get_double("x")) << "trial " << t.id;
+    }
+  }
+  if (rank() != 0) return;
+  ASSERT_EQ(configs.size(), 3u);
+  ASSERT_EQ(configs[0].size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_TRUE(configs[0][i] == configs[1][i]) << configs[0][i].to_string() << " vs " << configs[1][i].to_string();
+    EXPECT_FALSE(configs[0][i] == configs[2][i]) << "seeds 7 and 8 gave trial " << i << " the same configuration";
+  }
+}
+
+// A bad split is the same clear error on every rank, before any collective.
+TEST_F(TuneGroups, ABadRanksPerTrialIsAClearErrorOnEveryRank) {
+  RandomSearchOptions ro;
+  ro.trials = 1;
+  RandomSearchScheduler scheduler(ro);
+  for (int k : {0, -1, size() + 1, 3}) {
+    if (k == 3 && size() % 3 == 0) continue;
+    const chorus::Status status = thrown_by([&] {
+      chorus::tune::run_distributed_search(space(), scheduler, averaging_trial, k, SearchOptions{});
+    });
+    EXPECT_EQ(status.code(), chorus::StatusCode::kInvalidArgument) << status.to_string();
+    EXPECT_NE(status.message().find("--ranks-per-trial"), std::string::npos) << status.to_string();
+  }
+  // The runtime is still usable: a search after the errors runs.
+  RandomSearchScheduler again(ro);
+  const auto log = chorus::tune::run_distributed_search(space(), again, averaging_trial, 1, SearchOptions{});
+  EXPECT_EQ(log.has_value(), rank() == 0);
+}
+
+// Rank 0's driver fails (its state file belongs to another search): every
+// rank leaves its group and throws rank 0's message.
+TEST_F(TuneGroups, ASearchRankZeroCannotRunIsAnErrorOnEveryRank) {
+  const std::string path = state_path("foreign");
+  {
+    RandomSearchOptions ro;
+    ro.trials = 1;
+    ro.max_budget = 1;
+    RandomSearchScheduler scheduler(ro);
+    SearchOptions options;
+    options.seed = 1;
+    options.state_path = path;
+    chorus::tune::run_distributed_search(space(), scheduler, averaging_trial, 1, options);
+  }
+  RandomSearchOptions ro;
+  ro.trials = 1;
+  ro.max_budget = 1;
+  RandomSearchScheduler scheduler(ro);
+  SearchOptions options;
+  options.seed = 2;
+  options.state_path = path;
+  options.resume = true;
+  const chorus::Status status = thrown_by([&] {
+    chorus::tune::run_distributed_search(space(), scheduler, averaging_trial, 1, options);
+  });
+  EXPECT_NE(status.message().find("belongs to another search: its seed is 1, this search's is 2"),
+            std::string::npos)
+      << status.to_string();
+  test_barrier();
+  if (rank() == 0) ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace chorus_test
