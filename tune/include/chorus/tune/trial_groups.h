@@ -4,7 +4,7 @@
 // its report travels is the implementation's business:
 //  - ThreadGroups (thread_groups.h): groups are threads of this process, for
 //    a search in one process and for the tests of the driver;
-//  - over process sets (to come with them): each group a process set of
+//  - ProcessSetGroups (process_set_groups.h): each group a process set of
 //    --ranks-per-trial ranks, jobs and reports sent over Chorus's transport.
 #pragma once
 
