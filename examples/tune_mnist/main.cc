@@ -150,18 +150,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tune_mnist: error: chorus::init() failed: %s\n", e.what());
     return 1;
   }
+  // Read now: once rank 0 has shut down after an error, chorus::rank()
+  // throws on the other ranks.
+  const int rank = chorus::rank();
   int status = 0;
   try {
     status = run(options);
   } catch (const std::exception& e) {
     // Every rank gets the same error from the search (rank 0's); say it once.
-    if (chorus::rank() == 0) std::fprintf(stderr, "tune_mnist: error: %s\n", e.what());
+    if (rank == 0) std::fprintf(stderr, "tune_mnist: error: %s\n", e.what());
     status = 1;
   }
   try {
     chorus::shutdown();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tune_mnist: rank %d: error in shutdown: %s\n", chorus::rank(), e.what());
+    std::fprintf(stderr, "tune_mnist: rank %d: error in shutdown: %s\n", rank, e.what());
     status = 1;
   }
   return status;
