@@ -1,0 +1,95 @@
+// The StageLink over Chorus's point-to-point send and recv.
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "chorus/chorus.h"
+#include "chorus/status.h"
+#include "chorus/torch/ops.h"
+#include "chorus/torch/stage_link.h"
+#include "tensor_adapter.h"
+
+namespace chorus {
+namespace torch {
+namespace {
+
+// "<name>.meta": [dtype, number of dimensions, size of each dimension...],
+// padded to a fixed length so the receiver can post it before it knows the
+// shape. Activations of more dimensions than this are refused by name.
+constexpr int64_t kMaxDims = 8;
+constexpr int64_t kMetaLength = 2 + kMaxDims;
+
+class ChorusStageLink : public StageLink {
+ public:
+  void send(const ::torch::Tensor& tensor, int dest_rank, const std::string& name) override {
+    if (tensor.dim() > kMaxDims) {
+      throw Error(Status::InvalidArgument(
+          "pipeline message '" + name + "' has " + std::to_string(tensor.dim()) +
+          " dimensions: expected at most " + std::to_string(kMaxDims)));
+    }
+    detail::check_usable(tensor, name);
+    auto meta = ::torch::zeros({kMetaLength}, ::torch::kInt64);
+    auto m = meta.accessor<int64_t, 1>();
+    m[0] = static_cast<int64_t>(to_chorus_dtype(tensor.scalar_type(), name));
+    m[1] = tensor.dim();
+    for (int64_t d = 0; d < tensor.dim(); ++d) m[2 + d] = tensor.size(d);
+    auto data = detail::contiguous(tensor);
+    start(name + ".meta", meta, dest_rank);
+    start(name, data, dest_rank);
+  }
+
+  ::torch::Tensor recv(int source_rank, const std::string& name) override {
+    auto meta = ::torch::zeros({kMetaLength}, ::torch::kInt64);
+    chorus::recv(name + ".meta", detail::view_of(meta, name + ".meta"), source_rank);
+    auto m = meta.accessor<int64_t, 1>();
+    std::vector<int64_t> sizes(m.data() + 2, m.data() + 2 + m[1]);
+    auto dtype = to_torch_dtype(static_cast<DataType>(m[0]));
+    auto tensor = ::torch::empty(sizes, ::torch::TensorOptions().dtype(dtype));
+    chorus::recv(name, detail::view_of(tensor, name), source_rank);
+    return tensor;
+  }
+
+  void flush() override {
+    // Every send is waited for, even after a failure, so that no tensor is
+    // freed while the runtime may still read it; the first error is thrown.
+    std::string failure;
+    for (auto& pending : pending_) {
+      try {
+        pending.handle.wait();
+      } catch (const Error& e) {
+        if (failure.empty()) failure = e.what();
+      }
+    }
+    pending_.clear();
+    if (!failure.empty()) throw Error(Status::Aborted("pipeline send failed: " + failure));
+  }
+
+  ~ChorusStageLink() override {
+    try {
+      flush();
+    } catch (const Error&) {
+      // Already reported by the step that failed; nothing may be freed early.
+    }
+  }
+
+ private:
+  struct PendingSend {
+    Handle handle;
+    ::torch::Tensor tensor;  // kept alive until the message is out
+  };
+
+  void start(const std::string& name, const ::torch::Tensor& tensor, int dest_rank) {
+    pending_.push_back({send_async(name, detail::view_of(tensor, name), dest_rank), tensor});
+  }
+
+  std::vector<PendingSend> pending_;
+};
+
+}  // namespace
+
+std::shared_ptr<StageLink> make_chorus_stage_link() {
+  return std::make_shared<ChorusStageLink>();
+}
+
+}  // namespace torch
+}  // namespace chorus
