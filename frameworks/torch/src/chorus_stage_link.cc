@@ -57,11 +57,14 @@ class ChorusStageLink : public StageLink {
       try {
         pending.handle.wait();
       } catch (const Error& e) {
-        if (failure.empty()) failure = e.what();
+        if (failure.empty()) {
+          failure = "sending '" + pending.name + "' to rank " + std::to_string(pending.dest_rank) +
+                    " failed: " + e.what();
+        }
       }
     }
     pending_.clear();
-    if (!failure.empty()) throw Error(Status::Aborted("pipeline send failed: " + failure));
+    if (!failure.empty()) throw Error(Status::Aborted(failure));
   }
 
   ~ChorusStageLink() override {
@@ -76,10 +79,13 @@ class ChorusStageLink : public StageLink {
   struct PendingSend {
     Handle handle;
     ::torch::Tensor tensor;  // kept alive until the message is out
+    std::string name;
+    int dest_rank;
   };
 
   void start(const std::string& name, const ::torch::Tensor& tensor, int dest_rank) {
-    pending_.push_back({send_async(name, detail::view_of(tensor, name), dest_rank), tensor});
+    pending_.push_back(
+        {send_async(name, detail::view_of(tensor, name), dest_rank), tensor, name, dest_rank});
   }
 
   std::vector<PendingSend> pending_;

@@ -8,6 +8,25 @@
 
 namespace chorus {
 namespace torch {
+namespace {
+
+// Runs `transfer` and, when it fails, says which micro-batch, which
+// direction and which neighbour (stage and rank): a dead or failing stage is
+// named by every stage that talks to it.
+template <typename Transfer>
+auto with_context(const PipelineLayout& layout, const std::string& what, int peer_stage,
+                  Transfer&& transfer) -> decltype(transfer()) {
+  try {
+    return transfer();
+  } catch (const Error& e) {
+    throw Error(Status(e.code(), "pipeline " + layout.describe() + ": " + what + " stage " +
+                                     std::to_string(peer_stage) + " (rank " +
+                                     std::to_string(layout.rank_of_stage(peer_stage)) +
+                                     ") failed: " + e.what()));
+  }
+}
+
+}  // namespace
 
 PipelineStage::PipelineStage(::torch::nn::Sequential part, PipelineLayout layout,
                              std::shared_ptr<StageLink> link)
@@ -28,22 +47,26 @@ PipelineStage::PipelineStage(::torch::nn::Sequential part, PipelineLayout layout
     }
     x = input;
   } else {
-    x = link_->recv(layout_.previous_rank(), tag + ".act");
+    x = with_context(layout_, "receiving '" + tag + ".act' from", layout_.stage - 1,
+                     [&] { return link_->recv(layout_.previous_rank(), tag + ".act"); });
     if (training && x.is_floating_point()) {
       x.requires_grad_(true);
       // Sends the gradient back the moment backward reaches this boundary.
       auto link = link_;
-      const int previous = layout_.previous_rank();
+      const PipelineLayout layout = layout_;
       const std::string name = tag + ".grad";
-      x.register_hook([link, previous, name](const ::torch::Tensor& gradient) {
-        link->send(gradient.contiguous(), previous, name);
+      x.register_hook([link, layout, name](const ::torch::Tensor& gradient) {
+        with_context(layout, "sending '" + name + "' to", layout.stage - 1,
+                     [&] { link->send(gradient.contiguous(), layout.previous_rank(), name); });
       });
       inputs_[tag] = x;
     }
   }
   ::torch::Tensor output = part_->forward(x);
   if (!layout_.last_stage()) {
-    link_->send(output.detach().contiguous(), layout_.next_rank(), tag + ".act");
+    with_context(layout_, "sending '" + tag + ".act' to", layout_.stage + 1, [&] {
+      link_->send(output.detach().contiguous(), layout_.next_rank(), tag + ".act");
+    });
     if (training) {
       if (!output.requires_grad()) {
         throw Error(Status::InvalidArgument(
@@ -68,14 +91,23 @@ void PipelineStage::backward(const std::string& tag) {
                                         layout_.describe() +
                                         ": backward without a forward, or twice"));
   }
-  ::torch::Tensor gradient = link_->recv(layout_.next_rank(), tag + ".grad");
+  ::torch::Tensor gradient = with_context(layout_, "receiving '" + tag + ".grad' from",
+                                          layout_.stage + 1, [&] {
+                                            return link_->recv(layout_.next_rank(), tag + ".grad");
+                                          });
   ::torch::Tensor output = std::move(found->second);
   found->second = ::torch::Tensor();  // frees the activations as backward goes
   output.backward(gradient);
 }
 
 void PipelineStage::finish() {
-  if (link_) link_->flush();
+  if (link_) {
+    try {
+      link_->flush();
+    } catch (const Error& e) {
+      throw Error(Status(e.code(), "pipeline " + layout_.describe() + ": " + e.what()));
+    }
+  }
   outputs_.clear();
   inputs_.clear();
 }
