@@ -8,6 +8,7 @@
 #include "ops/mpi/mpi_context.h"
 #include "ops/mpi/mpi_controller_transport.h"
 #include "ops/mpi/mpi_cycle_trigger.h"
+#include "ops/mpi/mpi_point_to_point.h"
 #include "ops/mpi/mpi_setup_channel.h"
 #include "ops/mpi/mpi_topology.h"
 #include "base/logging.h"
@@ -33,6 +34,11 @@ Status Communication::connect(std::unique_ptr<Communication>* out) {
 }
 
 Status Communication::start(const Config& agreed, const std::vector<BackendMaker>& custom) {
+  MPI_Comm p2p_comm = MPI_COMM_NULL;
+  CHORUS_RETURN_IF_ERROR(mpi_->new_comm(&p2p_comm));
+  std::shared_ptr<MpiPointToPoint> p2p;
+  CHORUS_RETURN_IF_ERROR(MpiPointToPoint::create(p2p_comm, peers_, MpiPointToPointOptions(), &p2p));
+  p2p_ = std::move(p2p);
   create_trigger(agreed, std::move(peers_));
   // Priority order: device backends first (a program's own, then the GPU's);
   // then host memory: MPI, with shared-memory allreduce in front when the
@@ -125,6 +131,11 @@ void Communication::abort_job(const std::string& reason) {
 
 Communication::~Communication() {
   // Release everything that uses MPI before the context may finalize it.
+  if (p2p_) {
+    p2p_->close([](const TransferInfo& info) {
+      return Status::Shutdown("Chorus has been shut down while a " + describe(info) + " was pending");
+    });
+  }
   trigger_.reset();
   transport_.reset();
   host_ = nullptr;

@@ -15,6 +15,7 @@
 #include "protocol/cycle_trigger.h"
 #include "ops/backend_registry.h"
 #include "ops/local_peers.h"
+#include "ops/point_to_point.h"
 #include "base/topology.h"
 
 namespace chorus {
@@ -37,6 +38,10 @@ class Communication {
   ControllerTransport* controller_transport() { return transport_.get(); }
   CycleTrigger* trigger() { return trigger_.get(); }
   const BackendRegistry& backends() const { return backends_; }
+  // Point-to-point transfers, on a communicator of their own. Shared with
+  // the handles that drive it, which may outlive this object: it is closed
+  // (every transfer failed) before MPI goes away.
+  const std::shared_ptr<PointToPoint>& point_to_point() const { return p2p_; }
   // The allreduce algorithms of host memory's backend, the one in use first
   // (the autotuner's choices), and switching between them (between cycles).
   std::vector<std::string> allreduce_algorithms() const { return host_->allreduce_algorithms(); }
@@ -60,6 +65,7 @@ class Communication {
   // Declared first so it is destroyed last: it may finalize MPI.
   std::unique_ptr<MpiContext> mpi_;
   Topology topology_;
+  std::shared_ptr<PointToPoint> p2p_;
   std::unique_ptr<ControllerTransport> transport_;
   std::unique_ptr<CycleTrigger> trigger_;
   BackendRegistry backends_;

@@ -10,7 +10,9 @@
 #       Chorus, PyTorch DDP (test/bench/training/run_training_bench.sh);
 #   (d) the 25M MLP with defaults vs CHORUS_AUTOTUNE=1 at np=2, when this
 #       build has autotuning (otherwise the section says it is not available);
-#   (e) the pipeline bubble of GPipe and 1F1B at S=2 and S=4 (oversubscribed
+#   (e) point-to-point: chorus_bench --mode p2p at np=2, send/recv ping-pong
+#       against MPI_Send/Recv and MPI_Isend/Irecv, 256 B to 4 MiB;
+#   (f) the pipeline bubble of GPipe and 1F1B at S=2 and S=4 (oversubscribed
 #       beyond the cores), M = 1, 2, 4, 8, against (S-1)/(M+S-1)
 #       (test/bench/pipeline/run_pipeline_bench.sh).
 # Installs what is missing (gnuplot-nox, python3-torch), builds what is stale,
@@ -159,6 +161,7 @@ piece() {
 if ((quick)); then
   sizes=4KiB,64KiB,1MiB
   bench_opts=(--repeats 3 --warmup 1 --latency-repeats 50 --idle-seconds 0.2)
+  p2p_opts=(--p2p-sizes 4KiB,4MiB --repeats 3 --warmup 1)
   gloo_opts=(--repeats 3 --warmup 1)
   training_opts=(--rounds 1 --steps 4 --warmup-steps 1)
   autotune_opts=(--rounds 1 --steps 20 --warmup-steps 1)
@@ -166,6 +169,7 @@ if ((quick)); then
 else
   sizes=4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB
   bench_opts=(--repeats 20 --warmup 3 --latency-repeats 1000 --idle-seconds 2)
+  p2p_opts=(--p2p-sizes 256B,4KiB,64KiB,1MiB,4MiB --repeats 20 --warmup 3)
   gloo_opts=(--repeats 20 --warmup 3)
   training_opts=(--rounds 3)
   # With its defaults (a few warm-up steps, 20 samples of 4 steps, one
@@ -191,6 +195,10 @@ for np in 2 4; do
     "$root/test/bench/gloo_allreduce_bench.py" --np "$np" --sizes "$sizes" "${gloo_opts[@]}" --json "$results_dir/$file"
 done
 
+# --- (e) point-to-point (before training, while the machine is as quiet as for (a)) ---
+piece chorus_bench_p2p 2 - chorus_bench_p2p-np2.json 600 -- env "GLIBC_TUNABLES=$tunables" \
+  mpirun -np 2 -x GLIBC_TUNABLES "$chorus_bench" --mode p2p "${p2p_opts[@]}" --json "$results_dir/chorus_bench_p2p-np2.json"
+
 # --- (c) training ---------------------------------------------------------------
 piece training - - training.json 3600 -- "$root/test/bench/training/run_training_bench.sh" --np 1,2,4 \
   --models ref,25m "${training_opts[@]}" --bench "$train_bench" --json "$results_dir/training.json"
@@ -212,7 +220,7 @@ else
   log "autotuning not in this build: section (d) says so"
 fi
 
-# --- (e) pipeline bubble ---------------------------------------------------------
+# --- (f) pipeline bubble ---------------------------------------------------------
 piece pipeline - - pipeline.json 1200 -- "$root/test/bench/pipeline/run_pipeline_bench.sh" --stages 2,4 \
   --micro-batches 1,2,4,8 "${pipeline_opts[@]}" --bench "$pipeline_bench" --json "$results_dir/pipeline.json"
 

@@ -14,6 +14,8 @@ const char* op_type_name(OpType op) {
     case OpType::kBarrier: return "barrier";
     case OpType::kJoin: return "join";
     case OpType::kShutdown: return "shutdown";
+    case OpType::kSend: return "send";
+    case OpType::kRecv: return "recv";
   }
   return "invalid-op";
 }
@@ -43,6 +45,8 @@ Response::Type response_type_for(OpType op) {
     case OpType::kBarrier: return Response::Type::kBarrier;
     case OpType::kJoin: return Response::Type::kJoin;
     case OpType::kShutdown: return Response::Type::kShutdown;
+    case OpType::kSend:
+    case OpType::kRecv: break;  // never negotiated
   }
   return Response::Type::kError;
 }

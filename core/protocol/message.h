@@ -20,6 +20,10 @@ enum class OpType : uint8_t {
   kBarrier,
   kJoin,
   kShutdown,  // a rank asks the job to stop (sent by shutdown())
+  // Point-to-point (ops/point_to_point.h): never negotiated; they name the
+  // handles of send_async() and recv_async().
+  kSend,
+  kRecv,
 };
 const char* op_type_name(OpType op);
 

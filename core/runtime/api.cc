@@ -10,6 +10,7 @@
 #include "runtime/init_with_backends.h"
 #include "base/launcher_rendezvous.h"
 #include "runtime/runtime.h"
+#include "runtime/running_runtime.h"
 
 namespace chorus {
 namespace {
@@ -147,6 +148,8 @@ Request allreduce_request(const std::string& name, const Tensor& input, const Al
 }
 
 }  // namespace
+
+std::shared_ptr<Runtime> detail::running_runtime() { return runtime(); }
 
 void init() { RuntimeOwner::instance().init(); }
 void detail::init_with_backends(std::vector<BackendMaker> makers) { RuntimeOwner::instance().init(makers); }

@@ -23,7 +23,18 @@ void HandleState::set_completion_event(std::shared_ptr<const Event> finished) {
   done_cv_.notify_all();
 }
 
+bool HandleState::finished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return remaining_ == 0;
+}
+
+void HandleState::drive(std::optional<std::chrono::steady_clock::time_point> deadline) const {
+  if (!progress_ || finished()) return;
+  progress_->drive([this] { return finished(); }, deadline);
+}
+
 Status HandleState::completion_event(std::shared_ptr<const Event>* out) const {
+  drive(std::nullopt);  // a driven handle's work is on the host: done is handed
   std::unique_lock<std::mutex> lock(mutex_);
   const auto handed = [this] { return remaining_ == 0 || handed_to_device_ == members_; };
   if (!handed()) {
@@ -68,12 +79,14 @@ bool HandleState::block_until_done(std::unique_lock<std::mutex>& lock,
 }
 
 Status HandleState::wait() const {
+  drive(std::nullopt);
   std::unique_lock<std::mutex> lock(mutex_);
   block_until_done(lock, std::nullopt);
   return status_;
 }
 
 Status HandleState::wait_until(std::chrono::steady_clock::time_point deadline) const {
+  drive(deadline);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!block_until_done(lock, deadline)) {
     return Status::InProgress("'" + name_ + "' is still in progress");
@@ -82,11 +95,12 @@ Status HandleState::wait_until(std::chrono::steady_clock::time_point deadline) c
 }
 
 bool HandleState::done() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return remaining_ == 0;
+  if (progress_ && !finished()) progress_->poll();
+  return finished();
 }
 
 Status HandleState::status() const {
+  if (progress_ && !finished()) progress_->poll();
   std::lock_guard<std::mutex> lock(mutex_);
   if (remaining_ > 0) return Status::InProgress("'" + name_ + "' is still in progress");
   return status_;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,20 @@ namespace detail {
 // counting references per handle cost ~3% of the 200 x 4 KiB step.
 using BlockedWaiters = std::atomic<int>;
 
+// Work that advances only while a thread drives it: point-to-point transfers
+// (ops/point_to_point.h) progress in the threads that test or wait for them,
+// not on the background thread. A handle with a progress drives it in
+// wait(), wait_until() and test() until it is done.
+class HandleProgress {
+ public:
+  virtual ~HandleProgress() = default;
+  // One step that never blocks.
+  virtual void poll() = 0;
+  // Steps until `finished()` or `deadline` (none: until finished).
+  virtual void drive(const std::function<bool()>& finished,
+                     std::optional<std::chrono::steady_clock::time_point> deadline) = 0;
+};
+
 class HandleState {
  public:
   // `op`: what the handle waits for, which decides the results it has.
@@ -39,6 +54,8 @@ class HandleState {
 
   const std::string& name() const { return name_; }
   OpType op() const { return op_; }
+  // Set once, before the handle is shared with other threads.
+  void set_progress(std::shared_ptr<HandleProgress> progress) { progress_ = std::move(progress); }
 
   // One member finished. The first error wins; the handle is done when every
   // member has finished.
@@ -78,10 +95,15 @@ class HandleState {
   // counted in blocked_ meanwhile; returns whether done.
   bool block_until_done(std::unique_lock<std::mutex>& lock,
                         std::optional<std::chrono::steady_clock::time_point> deadline) const;
+  // done(), without driving a progress.
+  bool finished() const;
+  // Drives the progress, if any, until done or `deadline`.
+  void drive(std::optional<std::chrono::steady_clock::time_point> deadline) const;
 
   const std::string name_;
   const OpType op_;
   BlockedWaiters* const blocked_;
+  std::shared_ptr<HandleProgress> progress_;
   mutable std::mutex mutex_;
   mutable std::condition_variable done_cv_;
   const int members_;

@@ -9,6 +9,7 @@
 #include "runtime/fusion_planner.h"
 #include "base/logging.h"
 #include "protocol/settings_agreement.h"
+#include "runtime/point_to_point_progress.h"
 
 namespace chorus {
 
@@ -62,6 +63,7 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
     : config_(config),
       fusion_threshold_bytes_(config.fusion_threshold_bytes),
       comm_(std::move(comm)),
+      p2p_progress_(std::make_shared<PointToPointProgress>(comm_->point_to_point())),
       blocked_waiters_(blocked_waiters),
       tuning_knobs_(config_.autotune ? tuning_knobs() : std::vector<TuningKnob>{}),
       queue_(comm_->topology().rank, comm_->trigger()->wake_signal()),
@@ -96,6 +98,12 @@ void Runtime::shutdown() {
     comm_->trigger()->wake_signal()->notify();
     thread_.join();
   }
+  // The shutdown cycle closed point-to-point already, unless the loop had
+  // stopped before it.
+  close_point_to_point([me = topology().rank](const TransferInfo& info) {
+    return Status::Shutdown("Chorus has been shut down on rank " + std::to_string(me) + " while a " +
+                            describe(info) + " was pending");
+  });
   // Collectives still on a device complete (or fail) before it goes away.
   executor_.drain();
   timeline_.close();
@@ -200,10 +208,20 @@ void Runtime::stop_for(const Response& shutdown) {
     // end them now, so that shutdown() does not wait for them.
     comm_->backends().abort_all(peers_lost_);
     const Status failed = Status::Shutdown(shutdown.error_message);
+    close_point_to_point([&](const TransferInfo& info) {
+      return Status::Shutdown("Chorus has stopped (" + shutdown.error_message + ") while a " + describe(info) +
+                              " was pending");
+    });
     fail_pending(Status::Shutdown("Chorus has stopped: " + shutdown.error_message),
                  [&](const TensorEntry&) { return failed; });
     return;
   }
+  close_point_to_point([&](const TransferInfo& info) {
+    return who == me ? Status::Shutdown("Chorus has been shut down on rank " + std::to_string(me) + " while a " +
+                                        describe(info) + " was pending")
+                     : Status::Shutdown("Rank " + std::to_string(who) + " shut down while a " + describe(info) +
+                                        " was pending on rank " + std::to_string(me));
+  });
   const Status closed = who == me ? Status::Shutdown("Chorus has been shut down")
                                   : Status::Shutdown("Chorus has stopped: rank " + std::to_string(who) +
                                                      " shut down");
@@ -213,7 +231,12 @@ void Runtime::stop_for(const Response& shutdown) {
   });
 }
 
+void Runtime::close_point_to_point(const PointToPoint::ErrorFor& why) { comm_->point_to_point()->close(why); }
+
 void Runtime::fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for) {
+  close_point_to_point([&](const TransferInfo& info) {
+    return Status(closed.code(), closed.message() + " (while a " + describe(info) + " was pending)");
+  });
   for (TensorEntry& entry : queue_.close(closed)) entry.handle->complete_member(error_for(entry));
 }
 

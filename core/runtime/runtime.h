@@ -56,6 +56,10 @@ class Runtime {
   // (a stall shutdown), it ends the job (MPI_Abort) rather than return to a
   // release of communication that would wait for them.
   void shutdown();
+  // Point-to-point (point_to_point_api.cc): the transport, and the progress
+  // that its handles drive while they are tested or waited for.
+  PointToPoint& point_to_point() { return *comm_->point_to_point(); }
+  const std::shared_ptr<detail::HandleProgress>& point_to_point_progress() const { return p2p_progress_; }
   // Every rank calls barrier() the same number of times, so a counter names
   // the same barrier on every rank.
   std::string next_barrier_name() { return "chorus.barrier." + std::to_string(barrier_count_++); }
@@ -75,6 +79,8 @@ class Runtime {
   bool has_local_work() const;
   void stop_for(const Response& shutdown);
   void fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for);
+  // Fails the point-to-point transfers in flight, each with why(it).
+  void close_point_to_point(const PointToPoint::ErrorFor& why);
   // What the autotuner searches, each knob with how this runtime applies it
   // (from the cycle that delivers a new setting, on the background thread).
   std::vector<TuningKnob> tuning_knobs();
@@ -83,6 +89,7 @@ class Runtime {
   // CHORUS_FUSION_THRESHOLD, or the autotuner's current choice.
   int64_t fusion_threshold_bytes_;
   std::unique_ptr<Communication> comm_;
+  std::shared_ptr<detail::HandleProgress> p2p_progress_;
   detail::BlockedWaiters* const blocked_waiters_;
   // CHORUS_AUTOTUNE=1 only. Their number sizes the controller's coordinator
   // words (TuningMessage::words), hence before controller_.

@@ -14,7 +14,7 @@ namespace {
 
 // Splits every token at commas, so both "--sizes 4K 64K" and "--sizes 4K,64K" work.
 bool parse_size_list(const std::vector<std::string>& tokens, std::vector<size_t>* out,
-                     std::string* error) {
+                     std::string* error, const char* option = "--sizes") {
   out->clear();
   for (const std::string& token : tokens) {
     std::stringstream stream(token);
@@ -24,7 +24,7 @@ bool parse_size_list(const std::vector<std::string>& tokens, std::vector<size_t>
       size_t bytes = 0;
       if (!parse_size(item, &bytes) || bytes == 0 || bytes % 4 != 0 ||
           bytes / 4 > static_cast<size_t>(INT_MAX)) {
-        *error = "--sizes: '" + item +
+        *error = std::string(option) + ": '" + item +
                  "' is not a size: expected a positive multiple of 4 bytes (float32), up to 8 GiB, "
                  "written as bytes or with a K, KiB, M, MiB, G or GiB suffix (e.g. 4KiB,64KiB,1MiB)";
         return false;
@@ -33,7 +33,7 @@ bool parse_size_list(const std::vector<std::string>& tokens, std::vector<size_t>
     }
   }
   if (out->empty()) {
-    *error = "--sizes: no sizes given";
+    *error = std::string(option) + ": no sizes given";
     return false;
   }
   return true;
@@ -44,11 +44,17 @@ bool parse_size_list(const std::vector<std::string>& tokens, std::vector<size_t>
 ParseResult parse_options(int argc, char** argv, Options* options, std::string* usage,
                           std::string* error) {
   std::vector<std::string> size_tokens;
+  std::vector<std::string> p2p_size_tokens;
   po::options_description desc(
       "chorus_bench: Chorus allreduce vs raw MPI_Allreduce, run under mpirun.\n"
       "Usage: mpirun -np N chorus_bench [options]\nOptions");
   desc.add_options()
       ("help", "print this help and exit")
+      ("mode", po::value<std::string>(&options->mode)->default_value(options->mode),
+       "allreduce (allreduce figures) or p2p (send/recv ping-pong between ranks 0 and 1 against "
+       "MPI_Send/Recv and MPI_Isend/Irecv; --repeats and --warmup apply)")
+      ("p2p-sizes", po::value<std::vector<std::string>>(&p2p_size_tokens)->multitoken(),
+       "message sizes of --mode p2p, like --sizes (default: 256B 4KiB 64KiB 1MiB 4MiB)")
       ("sizes", po::value<std::vector<std::string>>(&size_tokens)->multitoken(),
        "allreduce sizes in bytes, space or comma separated, with optional K/KiB/M/MiB/G/GiB "
        "suffix; multiples of 4 (default: 4KiB 64KiB 1MiB 16MiB 64MiB)")
@@ -80,6 +86,15 @@ ParseResult parse_options(int argc, char** argv, Options* options, std::string* 
   }
   if (vm.count("help") != 0) return ParseResult::kHelp;
 
+  if (options->mode != "allreduce" && options->mode != "p2p") {
+    *error = "--mode '" + options->mode + "': expected allreduce or p2p";
+    return ParseResult::kError;
+  }
+  if (p2p_size_tokens.empty()) {
+    options->p2p_sizes = {256, size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{4} << 20};
+  } else if (!parse_size_list(p2p_size_tokens, &options->p2p_sizes, error, "--p2p-sizes")) {
+    return ParseResult::kError;
+  }
   if (size_tokens.empty()) {
     options->sizes = {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20,
                       size_t{64} << 20};

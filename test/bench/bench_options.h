@@ -8,6 +8,10 @@
 namespace chorus_bench {
 
 struct Options {
+  // "allreduce" (the default: sweep, 200 x 4 KiB step, latency, idle CPU) or
+  // "p2p" (send/recv ping-pong, bench_p2p.h).
+  std::string mode = "allreduce";
+  std::vector<size_t> p2p_sizes;  // bytes, for --mode p2p
   std::vector<size_t> sizes;  // bytes, each a multiple of 4 (float32)
   int repeats = 20;           // timed rounds per measurement
   int warmup = 3;             // untimed rounds before them

@@ -20,6 +20,8 @@ std::string times_ratio(double value) {
   return buf;
 }
 
+}  // namespace
+
 std::string json_string(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
@@ -47,8 +49,6 @@ std::string json_stats(const Stats& s) {
   return "{\"median_s\": " + json_number(s.median) + ", \"min_s\": " + json_number(s.min) +
          ", \"samples\": " + std::to_string(s.samples) + "}";
 }
-
-}  // namespace
 
 void print_header(const RunInfo& info, const Options& options) {
   std::printf("# chorus_bench  np=%d  date=%s  host=%s  load average=%s\n", info.ranks,

@@ -35,6 +35,11 @@ void print_small_step(const SmallStepResult& small);
 void print_latency(const LatencyResult& latency);
 void print_idle(const IdleResult& idle);
 
+// JSON pieces: a quoted, escaped string; a number; a Stats object.
+std::string json_string(const std::string& text);
+std::string json_number(double value);
+std::string json_stats(const Stats& s);
+
 // False with `error` when the file cannot be written.
 bool write_json(const Results& results, const std::string& path, std::string* error);
 

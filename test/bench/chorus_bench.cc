@@ -9,6 +9,7 @@
 //   d. the CPU an idle rank burns (nothing queued, main thread asleep), as %
 //      of one core, per rank: its background thread alone, and the whole
 //      process.
+// With --mode p2p it measures point-to-point instead (bench_p2p.h).
 // The application owns MPI here (MPI_THREAD_MULTIPLE), as a training program
 // that also makes its own MPI calls would.
 #include <mpi.h>
@@ -19,6 +20,7 @@
 
 #include "bench_measure.h"
 #include "bench_options.h"
+#include "bench_p2p.h"
 #include "bench_report.h"
 #include "bench_util.h"
 #include "chorus/chorus.h"
@@ -65,8 +67,28 @@ int run(MPI_Comm comm, const Options& options) {
   results.info = run_info(ranks);  // the load average before our own load
   if (report) print_header(results.info, options);
 
-  Bench bench(comm, options);
   std::string error;
+  if (options.mode == "p2p") {
+    if (ranks < 2) {
+      std::fprintf(stderr, "chorus_bench: --mode p2p needs at least 2 ranks\n");
+      return 2;
+    }
+    std::vector<P2PRow> rows;
+    if (!p2p_pingpong(comm, options, &rows, &error)) {
+      std::fprintf(stderr, "chorus_bench: wrong result, no figures measured: %s\n", error.c_str());
+      return 1;
+    }
+    if (report) print_p2p(rows);
+    if (report && !options.json_path.empty()) {
+      if (!write_p2p_json(results.info, options, rows, options.json_path, &error)) {
+        std::fprintf(stderr, "chorus_bench: %s\n", error.c_str());
+        return 1;
+      }
+      std::printf("\nJSON written to %s\n", options.json_path.c_str());
+    }
+    return 0;
+  }
+  Bench bench(comm, options);
   if (!bench.prepare(&error)) {
     std::fprintf(stderr, "chorus_bench: wrong result, no figures measured: %s\n", error.c_str());
     return 1;

@@ -11,6 +11,13 @@
 //                              wait with an allreduce in flight (it has been
 //                              negotiated once): each must get an error
 //                              naming it within a second or two.
+//   fault_probe p2p-kill <token>
+//                              the last rank is SIGKILLed while every other
+//                              rank waits for a point-to-point message from
+//                              it: each receive must fail naming it within a
+//                              second or two (the runtime itself has nothing
+//                              in flight, so only point-to-point's own watch
+//                              of its peers can tell).
 // <token> only marks the processes, so the driver can find leftovers.
 //
 // The job also has a device of the test suite's (the asynchronous test
@@ -27,7 +34,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <regex>
 #include <string>
 #include <thread>
@@ -148,11 +154,41 @@ int kill_last(int rank, int size) {
   _exit(0);
 }
 
+int kill_sender(int rank, int size) {
+  const int victim = size - 1;
+  const pid_t victim_pid = [&] {
+    int pid = getpid();
+    MPI_Bcast(&pid, 1, MPI_INT, victim, MPI_COMM_WORLD);
+    return static_cast<pid_t>(pid);
+  }();
+  MPI_Comm survivors = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank == victim ? MPI_UNDEFINED : 0, rank, &survivors);
+  std::vector<float> into = data(0.0f);
+  chorus::Handle pending;
+  if (rank != victim) pending = chorus::recv_async("kill.p2p", tensor(into), victim);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto killed = Clock::now();
+  if (rank == victim) raise(SIGKILL);
+  const std::string error = outcome(pending, std::chrono::seconds(30));
+  const double after = seconds_since(killed);
+  const std::string expected = "rank " + std::to_string(victim) + " (pid " + std::to_string(victim_pid) +
+                               ") exited while rank " + std::to_string(rank) + " had a receive of 'kill.p2p' from rank " +
+                               std::to_string(victim) + " in flight";
+  std::string failure;
+  if (error.empty()) failure = "the receive succeeded without a sender";
+  else if (error == "timeout") failure = "no error within 30 s";
+  else if (error != expected) failure = "unexpected error (wanted '" + expected + "'): " + error;
+  report(rank, failure, after);
+  MPI_Barrier(survivors);
+  _exit(0);  // as kill_last(): MPI_Finalize would wait for the dead rank
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 || (std::strcmp(argv[1], "stall") != 0 && std::strcmp(argv[1], "kill") != 0)) {
-    std::fprintf(stderr, "usage: fault_probe stall|kill <token>\n");
+  const std::string mode = argc == 3 ? argv[1] : "";
+  if (mode != "stall" && mode != "kill" && mode != "p2p-kill") {
+    std::fprintf(stderr, "usage: fault_probe stall|kill|p2p-kill <token>\n");
     return 2;
   }
   chorus::detail::init_with_backends({chorus_test::async_test_backend(std::chrono::microseconds(100), nullptr,
@@ -162,5 +198,6 @@ int main(int argc, char** argv) {
   // One collective with everyone first: later failures are not start-up ones.
   std::vector<float> warm = data(1.0f);
   chorus::allreduce("fault.warm", tensor(warm));
-  return std::strcmp(argv[1], "stall") == 0 ? stall(rank) : kill_last(rank, size);
+  if (mode == "stall") return stall(rank);
+  return mode == "kill" ? kill_last(rank, size) : kill_sender(rank, size);
 }

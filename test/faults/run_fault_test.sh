@@ -11,6 +11,9 @@
 #   kill-reports       the last rank is killed between cycles; every survivor
 #                      must name it within 2.5 s (Open MPI keeps the job
 #                      alive, orte_enable_recovery, so that each can report)
+#   p2p-kill-reports   the last rank is killed while the others wait for a
+#                      point-to-point message from it; every survivor must
+#                      name it within 2.5 s (recovery on, as kill-reports)
 #   kill-job-ends      the same without the stall inspector and with Open MPI
 #                      told not to end the job on a dead rank: the survivors
 #                      must end it
@@ -34,6 +37,9 @@ case "$scenario" in
   kill-reports)
     command=("$mpirun" -np "$np" --oversubscribe --mca orte_enable_recovery 1 -x CHORUS_STALL_CHECK_SECONDS=0
              "$probe" kill "$token") ;;
+  p2p-kill-reports)
+    command=("$mpirun" -np "$np" --oversubscribe --mca orte_enable_recovery 1 -x CHORUS_STALL_CHECK_SECONDS=0
+             "$probe" p2p-kill "$token") ;;
   kill-job-ends)
     command=("$mpirun" -np "$np" --oversubscribe --mca orte_abort_on_non_zero_status 0
              -x CHORUS_STALL_CHECK_SECONDS=0 "$probe" kill "$token") ;;
@@ -63,7 +69,7 @@ case "$scenario" in
       fail "no rank said why it ended the job"
     [[ $status -ne 0 ]] || fail "the job ended with status 0 after a stall shutdown"
     ;;
-  kill-reports)
+  kill-reports | p2p-kill-reports)
     [[ $ok -eq $survivors ]] || fail "expected $survivors survivors to name the killed rank, $ok did"
     slow=$(awk '/^FAULT_SURVIVOR/ { split($NF, a, "="); if (a[2] > 2.5) print }' "$output")
     [[ -z $slow ]] || fail "a survivor named the killed rank only after 2.5 s: $slow"

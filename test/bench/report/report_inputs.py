@@ -103,6 +103,19 @@ def check_gloo(doc, where):
         require_time(small, k, f"{where}: small_tensors")
 
 
+def check_chorus_bench_p2p(doc, where):
+    if doc.get("benchmark") != "chorus_bench_p2p":
+        raise ReportError(f"{where}: 'benchmark' should be \"chorus_bench_p2p\", got {json.dumps(doc.get('benchmark'))}")
+    require(doc, "np", int, where)
+    rows = require(doc, "pingpong", list, where)
+    if not rows:
+        raise ReportError(f"{where}: 'pingpong' is empty")
+    for i, row in enumerate(rows):
+        require(row, "bytes", int, f"{where}: pingpong[{i}]")
+        for key in ("chorus", "mpi_send_recv", "mpi_isend_irecv"):
+            require_time(row, key, f"{where}: pingpong[{i}]")
+
+
 def check_training(doc, where):
     if doc.get("benchmark") != "run_training_bench":
         raise ReportError(f"{where}: 'benchmark' should be \"run_training_bench\", "
@@ -152,9 +165,11 @@ def read_csv(path):
 
 
 PIECE_CHECKS = {"chorus_bench": check_chorus_bench, "gloo": check_gloo, "training": check_training,
-                "autotune": check_training, "pipeline": check_pipeline}
+                "autotune": check_training, "chorus_bench_p2p": check_chorus_bench_p2p,
+                "pipeline": check_pipeline}
 PIECE_WHAT = {"chorus_bench": "chorus_bench --json output", "gloo": "gloo_allreduce_bench.py --json output",
               "training": "run_training_bench.sh --json output", "autotune": "run_training_bench.sh --json output",
+              "chorus_bench_p2p": "chorus_bench --mode p2p --json output",
               "pipeline": "run_pipeline_bench.sh --json output"}
 
 

@@ -230,7 +230,7 @@ class Provenance(GeneratorRun):
         machine = "Machine: `fixturehost`, 2 cores (Fixture CPU 9000), 8.0 GiB memory, Linux 6.1.0."
         pieces = [json.loads(line) for line in read(os.path.join(FIXTURE, "pieces.jsonl")).splitlines()]
         sections = text.split("\n## ")[1:]
-        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)"])
+        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)"])
         for section in sections:
             self.assertIn(machine, section)
             self.assertIn("`scripts/bench_report.sh --quick` started 2026-12-01 10:00:00 UTC", section)
@@ -238,16 +238,39 @@ class Provenance(GeneratorRun):
             if p["kind"] == "autotune":
                 continue
             where = {"chorus_bench": sections[0], "gloo": sections[1], "training": sections[2],
-                     "pipeline": sections[4]}[p["kind"]]
+                     "chorus_bench_p2p": sections[4], "pipeline": sections[5]}[p["kind"]]
             self.assertIn(f"{p['started']}, load average {p['load_average']}", where)
             self.assertIn(f"`{p['command']}`", where)
         self.assertIn("busbw** = bytes / time x 2(n-1)/n", text)
 
 
+class PointToPointSection(GeneratorRun):
+    HEADING = "## (e) Point-to-point: one send/recv against raw MPI"
+
+    def test_times_and_ratios_per_size(self):
+        [rows] = tables(self.report(), self.HEADING)
+        self.assertEqual(rows[0][0], "size")
+        data = load("chorus_bench_p2p-np2.json")["pingpong"]
+        self.assertEqual([r[0] for r in rows[1:]], ["4 KiB", "4 MiB"])
+        for row, d in zip(rows[1:], data):
+            c, m, n = (d[k]["median_s"] for k in ("chorus", "mpi_send_recv", "mpi_isend_irecv"))
+            for cell, want, what in ((row[1], c, "chorus"), (row[2], m, "mpi"), (row[3], n, "isend"),
+                                     (row[4], c / m, "ratio send"), (row[5], c / n, "ratio isend")):
+                self.assertClose(cell, want, f"{row[0]} {what}")
+        self.assertEqual(rows[1][4].strip(), "1.33x")  # by hand: 4.0 us / 3.0 us
+
+    def test_a_run_without_it_says_so(self):
+        lines = read(os.path.join(self.run_dir, "pieces.jsonl")).splitlines()
+        write(os.path.join(self.run_dir, "pieces.jsonl"),
+              "\n".join(l for l in lines if "chorus_bench_p2p" not in l) + "\n")
+        text = self.report()
+        self.assertIn("Not measured in this run", text.split(self.HEADING)[1])
+
+
 class PipelineSection(GeneratorRun):
     def test_rows_name_theory_and_measurement(self):
         text = self.report()
-        section = text[text.index("## (e)"):]
+        section = text[text.index("## (f)"):]
         self.assertIn("| gpipe | 2 | 1 | 0.500 | 0.520 | 0.530 | +0.020 | 100 ms |", section)
         self.assertIn("| 1f1b | 4 | 8 | 0.273 | 0.300 | 0.310 | +0.027 | 70.0 ms |", section)
         self.assertIn("S = 4 ran **oversubscribed** on 2 cores.", section)
@@ -257,7 +280,7 @@ class PipelineSection(GeneratorRun):
         lines = [l for l in read(path).splitlines() if '"pipeline"' not in l]
         write(path, "\n".join(lines) + "\n")
         text = self.report()
-        self.assertIn("## (e) Pipeline bubble\n\n**Not measured in this run**", text)
+        self.assertIn("## (f) Pipeline bubble\n\n**Not measured in this run**", text)
 
 
 class AutotuneSection(GeneratorRun):
@@ -353,7 +376,7 @@ class BadInput(GeneratorRun):
     def test_corrupt_pieces_line(self):
         with open(os.path.join(self.run_dir, "pieces.jsonl"), "a") as f:
             f.write("{not json\n")
-        self.assertFails("pieces.jsonl: line 10 is not valid JSON")
+        self.assertFails("pieces.jsonl: line 11 is not valid JSON")
 
     def test_not_a_directory(self):
         self.run_dir = os.path.join(self.tmp, "nowhere")
