@@ -6,8 +6,8 @@
 #include "chorus/chorus.h"
 #include "chorus/status.h"
 #include "chorus/torch/ops.h"
+#include "chorus/torch/point_to_point.h"
 #include "chorus/torch/stage_link.h"
-#include "tensor_adapter.h"
 
 namespace chorus {
 namespace torch {
@@ -27,25 +27,23 @@ class ChorusStageLink : public StageLink {
           "pipeline message '" + name + "' has " + std::to_string(tensor.dim()) +
           " dimensions: expected at most " + std::to_string(kMaxDims)));
     }
-    detail::check_usable(tensor, name);
     auto meta = ::torch::zeros({kMetaLength}, ::torch::kInt64);
     auto m = meta.accessor<int64_t, 1>();
     m[0] = static_cast<int64_t>(to_chorus_dtype(tensor.scalar_type(), name));
     m[1] = tensor.dim();
     for (int64_t d = 0; d < tensor.dim(); ++d) m[2 + d] = tensor.size(d);
-    auto data = detail::contiguous(tensor);
     start(name + ".meta", meta, dest_rank);
-    start(name, data, dest_rank);
+    start(name, tensor, dest_rank);
   }
 
   ::torch::Tensor recv(int source_rank, const std::string& name) override {
     auto meta = ::torch::zeros({kMetaLength}, ::torch::kInt64);
-    chorus::recv(name + ".meta", detail::view_of(meta, name + ".meta"), source_rank);
+    torch::recv(meta, source_rank, name + ".meta");
     auto m = meta.accessor<int64_t, 1>();
     std::vector<int64_t> sizes(m.data() + 2, m.data() + 2 + m[1]);
     auto dtype = to_torch_dtype(static_cast<DataType>(m[0]));
     auto tensor = ::torch::empty(sizes, ::torch::TensorOptions().dtype(dtype));
-    chorus::recv(name, detail::view_of(tensor, name), source_rank);
+    torch::recv(tensor, source_rank, name);
     return tensor;
   }
 
@@ -77,15 +75,13 @@ class ChorusStageLink : public StageLink {
 
  private:
   struct PendingSend {
-    Handle handle;
-    ::torch::Tensor tensor;  // kept alive until the message is out
+    TorchHandle handle;  // keeps the tensor alive until the message is out
     std::string name;
     int dest_rank;
   };
 
   void start(const std::string& name, const ::torch::Tensor& tensor, int dest_rank) {
-    pending_.push_back(
-        {send_async(name, detail::view_of(tensor, name), dest_rank), tensor, name, dest_rank});
+    pending_.push_back({torch::send_async(tensor, dest_rank, name), name, dest_rank});
   }
 
   std::vector<PendingSend> pending_;

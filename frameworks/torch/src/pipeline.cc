@@ -1,6 +1,7 @@
 // Running a stage's schedule over the micro-batches of a step.
 #include "chorus/torch/pipeline.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <torch/torch.h>
@@ -82,9 +83,14 @@ Pipeline::Pipeline(const ::torch::nn::Sequential& model, const PipelineLayout& l
       stage_.backward(tag);
     }
     if (trace_) {
+      // Spans show compute: from the moment the input was here (a backward
+      // on the last stage has its input, the loss, at once).
+      const bool received = !(action.kind == PipelineAction::Kind::kBackward && layout.last_stage()) &&
+                            !(action.kind == PipelineAction::Kind::kForward && layout.first_stage());
+      const auto begin = received ? std::max(start, stage_.input_ready()) : start;
       trace_->record(action.kind == PipelineAction::Kind::kForward ? PipelineSpan::Kind::kForward
                                                                    : PipelineSpan::Kind::kBackward,
-                     step_, action.micro_batch, start, PipelineTrace::Clock::now());
+                     step_, action.micro_batch, begin, PipelineTrace::Clock::now());
     }
   }
   stage_.finish();

@@ -62,6 +62,7 @@ PipelineStage::PipelineStage(::torch::nn::Sequential part, PipelineLayout layout
       inputs_[tag] = x;
     }
   }
+  input_ready_ = std::chrono::steady_clock::now();
   ::torch::Tensor output = part_->forward(x);
   if (!layout_.last_stage()) {
     with_context(layout_, "sending '" + tag + ".act' to", layout_.stage + 1, [&] {
@@ -95,6 +96,7 @@ void PipelineStage::backward(const std::string& tag) {
                                           layout_.stage + 1, [&] {
                                             return link_->recv(layout_.next_rank(), tag + ".grad");
                                           });
+  input_ready_ = std::chrono::steady_clock::now();
   ::torch::Tensor output = std::move(found->second);
   found->second = ::torch::Tensor();  // frees the activations as backward goes
   output.backward(gradient);

@@ -13,11 +13,12 @@
 // stages share the cores, and the bubble includes that).
 //
 // Measured bubble of a stage in a step: 1 - (time the stage's layer spent
-// computing) / (the step's wall time on that stage, from a barrier that
-// starts every stage together to the end of its last message). Everything
-// that is not the stage's own compute counts: waiting for a neighbour,
-// sending, the schedule's bookkeeping. Reported: the median over the timed
-// steps of the mean over stages, and of the worst stage.
+// computing) / (the step's wall time: from a barrier that starts every stage
+// together to the moment the last stage has sent its last message, i.e. the
+// slowest rank's time, as the theoretical bubble counts against the whole
+// step). Everything that is not the stage's own compute counts: waiting for
+// a neighbour, sending, the schedule's bookkeeping. Reported: the median
+// over the timed steps of the mean over stages, and of the worst stage.
 //
 // Prints one JSON object on rank 0 (and writes it to --json).
 #include <algorithm>
@@ -168,13 +169,16 @@ int main(int argc, char** argv) {
         const auto start = Clock::now();
         pipeline.train_step(input, input, loss);
         const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-        const double bubble = 1.0 - g_compute_seconds / wall;
-        const double mean = chorus::torch::allreduce_metric(bubble, options.name + ".mean",
-                                                            chorus::ReduceOp::kSum) / S;
-        const double worst = chorus::torch::allreduce_metric(bubble, options.name + ".worst",
-                                                             chorus::ReduceOp::kMax);
+        // The step lasts until its last stage is done: every stage's idle
+        // time is counted against that, as in the theoretical bubble.
         const double slowest = chorus::torch::allreduce_metric(wall, options.name + ".wall",
                                                                chorus::ReduceOp::kMax);
+        const double compute_sum = chorus::torch::allreduce_metric(
+            g_compute_seconds, options.name + ".compute", chorus::ReduceOp::kSum);
+        const double least_compute = chorus::torch::allreduce_metric(
+            g_compute_seconds, options.name + ".least", chorus::ReduceOp::kMin);
+        const double mean = 1.0 - compute_sum / S / slowest;
+        const double worst = 1.0 - least_compute / slowest;
         if (step >= warmup) {
           mean_bubbles.push_back(mean);
           worst_bubbles.push_back(worst);

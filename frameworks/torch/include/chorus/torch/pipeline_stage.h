@@ -17,6 +17,7 @@
 // stage trains the whole model.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,6 +48,10 @@ class PipelineStage {
   // finished micro-batches kept. Call at the end of each step.
   void finish();
 
+  // When the last forward() or backward() had its input (after receiving it
+  // from a neighbour): the trace draws compute from there, not the wait.
+  std::chrono::steady_clock::time_point input_ready() const { return input_ready_; }
+
   ::torch::nn::Sequential& part() { return part_; }
   const PipelineLayout& layout() const { return layout_; }
 
@@ -59,6 +64,7 @@ class PipelineStage {
   // finish() so the gradient hook stays attached.
   std::map<std::string, ::torch::Tensor> outputs_;
   std::map<std::string, ::torch::Tensor> inputs_;
+  std::chrono::steady_clock::time_point input_ready_;
 };
 
 }  // namespace torch

@@ -5,7 +5,9 @@
 // Each rank records its own spans against steady_clock, relative to an
 // origin taken right after a barrier when the trace starts (so the ranks'
 // rows line up); write() gathers every rank's spans to rank 0, which writes
-// the file. Process = pipeline (data-parallel index), thread = stage.
+// the file. Process = pipeline (data-parallel index), thread = stage. A span
+// runs from the moment the action's input was here (after it was received
+// from a neighbour) to the end of the action, so waiting shows as a gap.
 #pragma once
 
 #include <chrono>
