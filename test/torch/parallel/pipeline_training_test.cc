@@ -89,7 +89,11 @@ class PipelineTrainingTest : public TorchSuite {
       auto [x, y] = global_batch(step, D);
       auto mine_x = x.narrow(0, layout.pipeline * kBatchPerPipeline, kBatchPerPipeline);
       auto mine_y = y.narrow(0, layout.pipeline * kBatchPerPipeline, kBatchPerPipeline);
-      averaged ? averaged->zero_grad() : sgd.zero_grad();
+      if (averaged) {
+        averaged->zero_grad();
+      } else {
+        sgd.zero_grad();
+      }
       auto loss = pipeline.train_step(layout.first_stage() ? mine_x : torch::Tensor(),
                                       layout.last_stage() ? mine_y : torch::Tensor(), mse);
       ASSERT_EQ(loss.defined(), layout.last_stage());
@@ -97,7 +101,11 @@ class PipelineTrainingTest : public TorchSuite {
         EXPECT_NEAR(loss.item<double>(), reference_losses[static_cast<size_t>(step)], 1e-5)
             << "step " << step;
       }
-      averaged ? averaged->step() : sgd.step();
+      if (averaged) {
+        averaged->step();
+      } else {
+        sgd.step();
+      }
     }
     auto expected = reference->named_parameters();
     ASSERT_GT(pipeline.part()->named_parameters().size(), 0u);
