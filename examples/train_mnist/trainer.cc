@@ -87,7 +87,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
   pipeline.schedule = options_.schedule;
   pipeline.batch_size = options_.batch_size;
   pipeline.name = "train_mnist.pp";
-  pipeline.trace = !options_.pipeline_trace.empty();
+  pipeline.trace_path = options_.pipeline_trace;  // or CHORUS_PIPELINE_TRACE
   pipeline_ = std::make_unique<ct::Pipeline>(model_->layers(), layout_, pipeline,
                                              ct::make_chorus_stage_link());
   adam_ = std::make_unique<torch::optim::Adam>(pipeline_->part()->parameters(),
@@ -345,7 +345,7 @@ RunSummary Trainer::run() {
   summary.samples_per_second = train_seconds > 0 ? train_samples / train_seconds : 0;
   summary.parameter_digests = parameter_digests();
   summary.wall_seconds = seconds_since(start);
-  if (pipeline_) pipeline_->write_trace(options_.pipeline_trace);
+  if (pipeline_) pipeline_->write_trace();
   return summary;
 }
 

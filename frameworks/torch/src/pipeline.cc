@@ -23,22 +23,24 @@ PipelineLayout checked(const ::torch::nn::Sequential& model, const PipelineLayou
   return layout;
 }
 
-bool trace_requested(const PipelineOptions& options) {
+PipelineOptions with_trace_path(PipelineOptions options) {
   const char* env = std::getenv("CHORUS_PIPELINE_TRACE");
-  return options.trace || (env != nullptr && env[0] != '\0');
+  if (options.trace_path.empty() && env != nullptr) options.trace_path = env;
+  if (!options.trace_path.empty()) options.trace = true;
+  return options;
 }
 
 }  // namespace
 
 Pipeline::Pipeline(const ::torch::nn::Sequential& model, const PipelineLayout& layout,
                    PipelineOptions options, std::shared_ptr<StageLink> link)
-    : options_(std::move(options)),
+    : options_(with_trace_path(std::move(options))),
       stage_(stage_part(model, checked(model, layout, options_).stages, layout.stage,
                         options_.boundaries),
              layout, std::move(link)),
       actions_(make_pipeline_schedule(options_.schedule, layout.stages, layout.stage,
                                       options_.micro_batches)) {
-  if (trace_requested(options_)) trace_ = std::make_unique<PipelineTrace>(layout);
+  if (options_.trace) trace_ = std::make_unique<PipelineTrace>(layout);
 }
 
 ::torch::Tensor Pipeline::train_step(const ::torch::Tensor& input, const ::torch::Tensor& target,
@@ -107,7 +109,13 @@ Pipeline::Pipeline(const ::torch::nn::Sequential& model, const PipelineLayout& l
 }
 
 void Pipeline::write_trace(const std::string& path) const {
-  if (trace_) trace_->write(path);
+  if (!trace_) return;
+  if (path.empty()) {
+    throw Error(Status::InvalidArgument(
+        "Pipeline::write_trace: the pipeline records a trace but has no file to write it to "
+        "(pass a path, or set PipelineOptions::trace_path or CHORUS_PIPELINE_TRACE)"));
+  }
+  trace_->write(path);
 }
 
 }  // namespace torch

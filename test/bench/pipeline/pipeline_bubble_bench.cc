@@ -185,7 +185,10 @@ int main(int argc, char** argv) {
           step_seconds.push_back(slowest);
         }
       }
-      if (options.trace) pipeline.write_trace(values["trace"].as<std::string>());
+      if (pipeline.trace() != nullptr) {
+        pipeline.write_trace(values.count("trace") ? values["trace"].as<std::string>()
+                                                   : pipeline.options().trace_path);
+      }
       if (chorus::rank() == 0) {
         rows << (rows.tellp() > 0 ? ",\n" : "") << "    {\"schedule\": \"" << schedule_name
              << "\", \"stages\": " << S << ", \"micro_batches\": " << M

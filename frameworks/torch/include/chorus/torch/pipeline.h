@@ -49,9 +49,12 @@ struct PipelineOptions {
   // one pipeline); train_step checks every batch it gets anyway.
   int64_t batch_size = 0;
   std::string name = "pp";  // prefix of every message name
-  // Records a PipelineTrace (write it with write_trace()). Also switched on
-  // by the environment variable CHORUS_PIPELINE_TRACE (any non-empty value).
+  // Records a PipelineTrace when true or when trace_path is set; write_trace()
+  // writes it to trace_path. The environment variable CHORUS_PIPELINE_TRACE
+  // (a file path) sets trace_path when it is empty (every rank must see the
+  // same value: mpirun passes the environment on).
   bool trace = false;
+  std::string trace_path;
 };
 
 // Loss of one micro-batch from the last stage's output and its targets; its
@@ -87,8 +90,11 @@ class Pipeline {
   int64_t steps() const { return step_; }
   // Null unless tracing.
   const PipelineTrace* trace() const { return trace_.get(); }
-  // Collective over the job: writes the trace (rank 0); nothing when not tracing.
+  // Collective over the job: rank 0 writes the trace to `path` (or
+  // options().trace_path); nothing when not tracing. Throws chorus::Error
+  // on every rank when tracing without a path or when rank 0 cannot write.
   void write_trace(const std::string& path) const;
+  void write_trace() const { write_trace(options_.trace_path); }
 
  private:
   PipelineOptions options_;
