@@ -40,6 +40,12 @@ class ChorusStageLink : public StageLink {
     auto meta = ::torch::zeros({kMetaLength}, ::torch::kInt64);
     torch::recv(meta, source_rank, name + ".meta");
     auto m = meta.accessor<int64_t, 1>();
+    if (m[1] < 0 || m[1] > kMaxDims) {
+      throw Error(Status::Internal("pipeline message '" + name + "' from rank " +
+                                   std::to_string(source_rank) + " announced " +
+                                   std::to_string(m[1]) + " dimensions (at most " +
+                                   std::to_string(kMaxDims) + " are sent)"));
+    }
     std::vector<int64_t> sizes(m.data() + 2, m.data() + 2 + m[1]);
     auto dtype = to_torch_dtype(static_cast<DataType>(m[0]));
     auto tensor = ::torch::empty(sizes, ::torch::TensorOptions().dtype(dtype));

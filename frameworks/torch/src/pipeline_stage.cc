@@ -49,7 +49,14 @@ PipelineStage::PipelineStage(::torch::nn::Sequential part, PipelineLayout layout
   } else {
     x = with_context(layout_, "receiving '" + tag + ".act' from", layout_.stage - 1,
                      [&] { return link_->recv(layout_.previous_rank(), tag + ".act"); });
-    if (training && x.is_floating_point()) {
+    if (training && !x.is_floating_point()) {
+      throw Error(Status::InvalidArgument(
+          "pipeline micro-batch '" + tag + "': " + layout_.describe() + " received a " +
+          std::string(c10::toString(x.scalar_type())) + " activation from stage " +
+          std::to_string(layout_.stage - 1) + ", which cannot carry a gradient back: the " +
+          "outputs of stages before the last must be floating point when training"));
+    }
+    if (training) {
       x.requires_grad_(true);
       // Sends the gradient back the moment backward reaches this boundary.
       auto link = link_;
