@@ -34,12 +34,14 @@ Status Communication::connect(std::unique_ptr<Communication>* out) {
 }
 
 Status Communication::start(const Config& agreed, const std::vector<BackendMaker>& custom) {
+  agreed_ = agreed;
   MPI_Comm p2p_comm = MPI_COMM_NULL;
   CHORUS_RETURN_IF_ERROR(mpi_->new_comm(&p2p_comm));
   std::shared_ptr<MpiPointToPoint> p2p;
   CHORUS_RETURN_IF_ERROR(MpiPointToPoint::create(p2p_comm, peers_, MpiPointToPointOptions(), &p2p));
   p2p_ = std::move(p2p);
   create_trigger(agreed, std::move(peers_));
+  CHORUS_RETURN_IF_ERROR(mpi_->new_comm(&split_parent_));
   // Priority order: device backends first (a program's own, then the GPU's);
   // then host memory: MPI, with shared-memory allreduce in front when the
   // job is on one host.
@@ -123,6 +125,19 @@ void Communication::negotiate_through_shm(const Config& config) {
 }
 
 
+Status Communication::add_process_set(int32_t id, const std::vector<int>& ranks) {
+  std::unique_ptr<ProcessSetComm> set;
+  CHORUS_RETURN_IF_ERROR(
+      ProcessSetComm::create(agreed_, topology_, split_parent_, &mpi_->types(), id, ranks, &set));
+  if (set) process_sets_[id] = std::move(set);
+  return Status::OK();
+}
+
+const ProcessSetComm* Communication::process_set(int32_t id) const {
+  auto it = process_sets_.find(id);
+  return it == process_sets_.end() ? nullptr : it->second.get();
+}
+
 void Communication::abort_job(const std::string& reason) {
   std::fprintf(stderr, "[chorus rank %d] aborting the job: %s\n", topology_.rank, reason.c_str());
   std::fflush(stderr);
@@ -139,6 +154,7 @@ Communication::~Communication() {
   trigger_.reset();
   transport_.reset();
   host_ = nullptr;
+  process_sets_.clear();
   backends_ = BackendRegistry();
 }
 

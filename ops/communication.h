@@ -5,6 +5,7 @@
 // behind them (MPI, or shared memory on one host) is decided here.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "protocol/cycle_trigger.h"
 #include "ops/backend_registry.h"
 #include "ops/local_peers.h"
+#include "ops/process_set_comm.h"
 #include "ops/point_to_point.h"
 #include "base/topology.h"
 
@@ -50,6 +52,16 @@ class Communication {
   // rank that cannot go on while its peers may be waiting for it.
   void abort_job(const std::string& reason);
 
+  // Process sets other than the global one (ops/process_set_comm.h).
+  // Collective over every rank of the job, called by the background thread
+  // at the same point of the response order everywhere; `ranks` ascending.
+  Status add_process_set(int32_t id, const std::vector<int>& ranks);
+  // Releases the set's backends (members only hold any).
+  void remove_process_set(int32_t id) { process_sets_.erase(id); }
+  // The set's communication on this rank; nullptr when this rank is not a
+  // member or no such set exists.
+  const ProcessSetComm* process_set(int32_t id) const;
+
  private:
   Communication() = default;
   // On one host, a cycle trigger through shared memory, so that idle ranks
@@ -70,6 +82,12 @@ class Communication {
   std::unique_ptr<CycleTrigger> trigger_;
   BackendRegistry backends_;
   Backend* host_ = nullptr;  // host memory's, inside backends_
+  Config agreed_;
+  // The parent of the process sets' communicators (MPI_Comm_split), used
+  // for nothing else.
+  MPI_Comm split_parent_ = MPI_COMM_NULL;
+  // This rank's sets (those it is a member of); released before MPI.
+  std::map<int32_t, std::unique_ptr<ProcessSetComm>> process_sets_;
 };
 
 }  // namespace chorus

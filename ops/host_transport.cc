@@ -14,7 +14,7 @@
 namespace chorus {
 
 Status make_host_backend(const Config& config, const Topology& topology, MPI_Comm comm, std::unique_ptr<Backend> mpi,
-                         std::unique_ptr<Backend>* out) {
+                         std::unique_ptr<Backend>* out, const std::string& segment_tag) {
   ShmAllreduceSelection selection;
   selection.mode = config.shm_allreduce;
   selection.threshold_bytes = config.shm_allreduce_threshold_bytes;
@@ -46,7 +46,8 @@ Status make_host_backend(const Config& config, const Topology& topology, MPI_Com
   MpiSetupChannel channel(comm);
   std::unique_ptr<ShmGroup> group;
   const Status status =
-      ShmGroup::create(channel, ShmAllreduce::data_bytes(topology.size, options.chunk_bytes), options.peer_timeout, &group);
+      ShmGroup::create(channel, ShmAllreduce::data_bytes(topology.size, options.chunk_bytes), options.peer_timeout, &group,
+                       segment_tag);
   if (!status.ok()) {
     if (on) return Status(status.code(), "CHORUS_SHM_ALLREDUCE='on' but " + status.message());
     if (topology.rank == 0) {

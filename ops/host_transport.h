@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 
 #include "chorus/status.h"
 #include "base/config.h"
@@ -24,7 +25,10 @@ namespace chorus {
 // hosts hold different numbers of ranks or shared memory cannot be set up
 // (every rank returns the error). With "auto" those cases fall back to
 // `mpi` (rank 0 logs why).
+// `topology` and `comm` may be a process set's (its members only, numbered
+// by set rank); `segment_tag` then names the set in its shared-memory
+// segment's name.
 Status make_host_backend(const Config& config, const Topology& topology, MPI_Comm comm, std::unique_ptr<Backend> mpi,
-                         std::unique_ptr<Backend>* out);
+                         std::unique_ptr<Backend>* out, const std::string& segment_tag = "");
 
 }  // namespace chorus

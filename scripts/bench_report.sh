@@ -5,7 +5,8 @@
 #       CHORUS_SHM_ALLREDUCE=on, then =off (each alternating with raw
 #       MPI_Allreduce, memcpy ceiling included), then gloo
 #       (test/bench/gloo_allreduce_bench.py);
-#   (b) the 200 x 4 KiB step (the same runs);
+#   (b) the 200 x 4 KiB step (the same runs); (b2) at np=4 the same runs
+#       sweep the sizes on a process set (the first half of the ranks) too;
 #   (c) training throughput, reference and 25M MLPs at np=1,2,4: ceiling,
 #       Chorus, PyTorch DDP (test/bench/training/run_training_bench.sh);
 #   (d) the 25M MLP with defaults vs CHORUS_AUTOTUNE=1 at np=2, when this
@@ -187,8 +188,11 @@ for np in 2 4; do
   for config in shm mpi; do
     shm_mode=on; [[ "$config" == mpi ]] && shm_mode=off
     file="chorus_bench-np$np-$config.json"
+    # At np=4 the same run also sweeps the sizes on a process set of ranks
+    # 0,1 beside the world's (section (b2)).
+    set_opts=(); ((np == 4)) && set_opts=(--process-set half)
     piece chorus_bench "$np" "$config" "$file" 1200 -- env "GLIBC_TUNABLES=$tunables" "CHORUS_SHM_ALLREDUCE=$shm_mode" \
-      mpirun "${mpi_args[@]}" "$chorus_bench" --sizes "$sizes" "${bench_opts[@]}" --json "$results_dir/$file"
+      mpirun "${mpi_args[@]}" "$chorus_bench" --sizes "$sizes" "${bench_opts[@]}" "${set_opts[@]}" --json "$results_dir/$file"
   done
   file="gloo-np$np.json"
   piece gloo "$np" - "$file" 1200 -- env "GLIBC_TUNABLES=$tunables" /usr/bin/python3 \

@@ -56,6 +56,18 @@ bool cacheable(Response::Type type) {
   }
 }
 
+// A pending request's identity: its process set and a view of its name.
+struct SetAndName {
+  int32_t set;
+  std::string_view name;
+  bool operator==(const SetAndName& o) const { return set == o.set && name == o.name; }
+};
+struct SetAndNameHash {
+  size_t operator()(const SetAndName& k) const {
+    return std::hash<std::string_view>()(k.name) ^ (static_cast<size_t>(k.set) * 0x9e3779b97f4a7c15ULL);
+  }
+};
+
 uint32_t cache_capacity(const Config& config) {
   constexpr int64_t kMax = std::numeric_limits<uint32_t>::max();
   return static_cast<uint32_t>(std::clamp<int64_t>(config.cache_capacity, 0, kMax));
@@ -186,14 +198,18 @@ Status Controller::build_bits(Clock::time_point now, std::vector<uint64_t>* out)
   }
   // Every cached slot this rank has no hit for holds the others back.
   const std::vector<uint64_t>& occupied = cache_.occupied_words();
-  for (size_t i = 0; i < w; ++i) bits[kNotReady * w + i] = occupied[i] & ~bits[kReady * w + i];
+  // Nor does a slot of a process set this rank is not in: the AND then
+  // yields the slots ready on every member of their set.
+  const std::vector<uint64_t>& foreign = cache_.foreign_words();
+  for (size_t i = 0; i < w; ++i) bits[kNotReady * w + i] = occupied[i] & ~foreign[i] & ~bits[kReady * w + i];
   if (joined_) {
     // A joined rank contributes zeros to allreduces, so it never holds one
     // back; it does not mark them ready either, so they fire only when some
-    // rank that has not joined asks for them.
+    // rank that has not joined asks for them. Join concerns the global set.
     std::vector<uint32_t> zeros_given;
     for_each_set_bit(bits, w, kNotReady, [&](uint32_t slot) {
-      if (cache_.response(slot).type == Response::Type::kAllreduce) zeros_given.push_back(slot);
+      const Response& cached = cache_.response(slot);
+      if (cached.type == Response::Type::kAllreduce && cached.process_set == 0) zeros_given.push_back(slot);
     });
     for (uint32_t slot : zeros_given) bits[kNotReady * w + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   }
@@ -224,7 +240,7 @@ void Controller::take_fast_path(const std::vector<uint64_t>& bits,
   for_each_set_bit(bits, w, kReady, [&](uint32_t slot) {
     if (!cache_.occupied(slot)) return;
     if (test_bit(bits, w, kNotReady, slot)) {
-      partial_cached_.push_back(cache_.response(slot).name);
+      partial_cached_.push_back(tensor_key(cache_.response(slot)));
       return;
     }
     responses->push_back(cache_.response(slot));
@@ -238,11 +254,14 @@ void Controller::take_fast_path(const std::vector<uint64_t>& bits,
 Status Controller::run_slow_path(std::vector<Response>* responses) {
   ++stats_.slow_path_cycles;
   // Names are looked up only here, once per slow path: the index holds views
-  // of pending_'s names, which stays as it is until the cycle ends.
-  std::unordered_map<std::string_view, PendingRequest*> by_name;
+  // of pending_'s names, which stays as it is until the cycle ends. A name
+  // is unique within its set.
+  std::unordered_map<SetAndName, PendingRequest*, SetAndNameHash> by_name;
   by_name.reserve(pending_.size());
   for (PendingRequest& p : pending_) {
-    if (!by_name.emplace(p.request.name, &p).second) return already_in_flight(p.request.name);
+    if (!by_name.emplace(SetAndName{p.request.process_set, p.request.name}, &p).second) {
+      return already_in_flight(p.request.name);
+    }
   }
   std::vector<Request> mine;
   for (PendingRequest& p : pending_) {
@@ -286,7 +305,7 @@ Status Controller::run_slow_path(std::vector<Response>* responses) {
   if (rank_ != 0) CHORUS_RETURN_IF_ERROR(parse_responses(blob, &list));
 
   for (Response& response : list) {
-    auto it = by_name.find(response.name);
+    auto it = by_name.find(SetAndName{response.process_set, response.name});
     finish(response, it == by_name.end() ? nullptr : it->second);
     responses->push_back(std::move(response));
   }
@@ -297,9 +316,19 @@ void Controller::finish(const Response& response, PendingRequest* mine) {
   if (cacheable(response.type)) {
     std::optional<Request> local;
     if (mine != nullptr) local = mine->request;
-    cache_.put(response, local);
+    cache_.put(response, local, is_member(response.process_set));
   }
   switch (response.type) {
+    case Response::Type::kAddProcessSet: {
+      std::vector<int>& members = set_members_[response.set_id];
+      members.assign(response.set_ranks.begin(), response.set_ranks.end());
+      if (mine != nullptr) mine->resolved = true;
+      break;
+    }
+    case Response::Type::kRemoveProcessSet:
+      forget_set(response.set_id);
+      if (mine != nullptr) mine->resolved = true;
+      break;
     case Response::Type::kJoin:
       joined_ = false;  // every rank has joined; the next join starts afresh
       break;
@@ -309,6 +338,38 @@ void Controller::finish(const Response& response, PendingRequest* mine) {
       if (mine != nullptr) mine->resolved = true;
       break;
   }
+}
+
+const std::vector<int>* Controller::members(int32_t set) const {
+  auto it = set_members_.find(set);
+  return it == set_members_.end() ? nullptr : &it->second;
+}
+
+bool Controller::is_member(int32_t set) const {
+  if (set == 0) return true;
+  const std::vector<int>* ranks = members(set);
+  return ranks != nullptr && std::binary_search(ranks->begin(), ranks->end(), rank_);
+}
+
+void Controller::forget_set(int32_t set) {
+  set_members_.erase(set);
+  // Every rank evicts the same slots (the cache is the same everywhere).
+  for (uint32_t slot : cache_.slots_of_set(set)) cache_.evict(slot);
+  // The runtime fails this rank's entries of the set; their requests are
+  // dropped here, and the coordinator drops what it collected for them.
+  for (PendingRequest& p : pending_) {
+    if (p.request.process_set == set) p.resolved = true;
+  }
+  std::vector<std::string> still_waiting;
+  for (const std::string& key : table_order_) {
+    auto it = table_.find(key);
+    if (it->second.by_rank.begin()->second.process_set == set) {
+      table_.erase(it);
+    } else {
+      still_waiting.push_back(key);
+    }
+  }
+  table_order_ = std::move(still_waiting);
 }
 
 }  // namespace chorus

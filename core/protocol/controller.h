@@ -27,6 +27,20 @@
 //     caches the successful responses in list order.
 // The result is the fast-path responses followed by the slow-path ones.
 //
+// Process sets (process_set.h): every request and response carries its set,
+// and everything above is keyed by (set, name) (tensor_key()). All ranks
+// negotiate every set together, so every rank gets every response in one
+// order and skips those of sets it is not in. A request is complete when
+// every member of its set has sent it (the global set: every rank, joined
+// ones excepted for allreduces). On the fast path a rank outside a cached
+// response's set marks the slot as not holding anything back (as a joined
+// rank does for allreduces), so the AND is over the set's members. Adding
+// and removing a set are requests of the global set (kAddProcessSet,
+// kRemoveProcessSet): the coordinator gives a new set the next id, and every
+// controller records the set's members (or forgets the set, its cached
+// responses, its pending requests and its table entries) when it receives
+// the response.
+//
 // Coordinator words: a Controller built with `coordinator_words` > 0 appends
 // that many words to the bit vector. Rank 0 writes the words set with
 // set_coordinator_words(), every other rank zeros, so after the OR every
@@ -74,6 +88,9 @@ class Controller {
   // Coordinator only: when the stall inspector next needs a cycle.
   std::optional<Clock::time_point> next_deadline() const;
   bool joined() const { return joined_; }
+  // The members of a set, as the responses received so far left them;
+  // nullptr when no such set exists.
+  const std::vector<int>* members(int32_t set) const;
   const NegotiationStats& stats() const { return stats_; }
   // Rank 0: the words the next negotiate() delivers to every rank (their
   // number is fixed at construction; other ranks' words are ignored).
@@ -89,7 +106,7 @@ class Controller {
     bool send_now = false;  // goes to the coordinator in this cycle's slow path
     bool resolved = false;  // answered this cycle; dropped at its end
   };
-  struct TableEntry {  // coordinator: one name's requests so far
+  struct TableEntry {  // coordinator: one tensor's requests so far
     std::map<int, Request> by_rank;
   };
 
@@ -118,7 +135,13 @@ class Controller {
   // Coordinator: moves every complete table entry (in first-seen order) to `out`.
   void emit_complete(std::vector<Response>* out, FailedGroups* failed_groups);
   // An error response records the groups of its requests in `failed_groups`.
-  Response make_response(const std::string& name, const TableEntry& entry, FailedGroups* failed_groups) const;
+  // Gives an added process set its id.
+  Response make_response(const TableEntry& entry, FailedGroups* failed_groups);
+  // Coordinator: a request for a set that does not exist (it was removed
+  // while the request was on its way) fails at once.
+  bool refuse_unknown_set(const Request& request, std::vector<Response>* out) const;
+  // Every rank, on a kRemoveProcessSet response: forgets the set.
+  void forget_set(int32_t set);
   // Coordinator: a group runs as a unit, so once one member has failed, its
   // other members (which the ranks may even hold in different numbers) fail
   // with the same error instead of waiting for ranks that will never send
@@ -131,6 +154,7 @@ class Controller {
   // stall inspector and forgets the ones that are no longer stalled.
   void feed_stall_inspector(Clock::time_point now);
   size_t words() const { return (cache_.capacity() + 63) / 64; }
+  bool is_member(int32_t set) const;
 
   ControllerTransport* transport_;
   int rank_;
@@ -146,6 +170,8 @@ class Controller {
   std::vector<uint32_t> pending_by_slot_;
   std::vector<uint64_t> claimed_;
   std::vector<Request> control_requests_;          // join/shutdown, not yet sent
+  // The process sets other than the global one: id -> ranks, ascending.
+  std::map<int32_t, std::vector<int>> set_members_;
   bool joined_ = false;
   bool needs_cycle_ = false;
   NegotiationStats stats_;
@@ -153,15 +179,16 @@ class Controller {
   std::vector<uint64_t> received_words_;
 
   // Coordinator state.
-  std::map<std::string, TableEntry> table_;
-  std::vector<std::string> table_order_;  // names in first-seen order
+  std::map<std::string, TableEntry> table_;  // by tensor_key()
+  std::vector<std::string> table_order_;    // keys in first-seen order
+  int32_t next_set_id_ = 1;                 // the id of the next process set added
   std::set<int> joined_ranks_;
   int last_joined_rank_ = -1;
   StallInspector stall_;
   bool stall_enabled_ = false;
   std::optional<std::string> stall_shutdown_;      // emitted by this cycle's slow path
-  std::vector<std::string> partial_cached_;        // this cycle: OR-ready, not AND-ready
-  std::set<std::string> stall_tracked_;            // names fed to stall_ last cycle
+  std::vector<std::string> partial_cached_;        // this cycle: OR-ready, not AND-ready (keys)
+  std::set<std::string> stall_tracked_;            // keys fed to stall_ last cycle
 };
 
 }  // namespace chorus

@@ -2,6 +2,7 @@
 // partially submitted requests, join and shutdown bookkeeping, validation of
 // complete requests and the stall inspector's input. See controller.h.
 #include <algorithm>
+#include <optional>
 
 #include "protocol/controller.h"
 #include "protocol/request_validation.h"
@@ -39,11 +40,13 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
         }
         continue;
       }
-      auto [it, inserted] = table_.try_emplace(request.name);
-      if (inserted) table_order_.push_back(request.name);
+      if (refuse_unknown_set(request, &out)) continue;
+      const std::string key = tensor_key(request);
+      auto [it, inserted] = table_.try_emplace(key);
+      if (inserted) table_order_.push_back(key);
       it->second.by_rank[r] = std::move(request);
       if (complete(it->second)) {
-        out.push_back(make_response(it->first, it->second, &failed_groups));
+        out.push_back(make_response(it->second, &failed_groups));
         table_order_.erase(std::find(table_order_.begin(), table_order_.end(), it->first));
         table_.erase(it);
       }
@@ -67,7 +70,28 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
   return out;
 }
 
+bool Controller::refuse_unknown_set(const Request& request, std::vector<Response>* out) const {
+  if (request.process_set == 0 || set_members_.count(request.process_set)) return false;
+  Response response;
+  response.type = Response::Type::kError;
+  response.name = request.name;
+  response.process_set = request.process_set;
+  response.error_message = std::string(op_type_name(request.op)) + " " +
+                           tensor_label(request.process_set, request.name) + " from rank " +
+                           std::to_string(request.rank) + ": process set " +
+                           std::to_string(request.process_set) + " was removed";
+  out->push_back(std::move(response));
+  return true;
+}
+
 bool Controller::complete(const TableEntry& entry) const {
+  const int32_t set = entry.by_rank.begin()->second.process_set;
+  if (set != 0) {
+    // Every member of the set; join concerns the global set only.
+    const std::vector<int>* ranks = members(set);
+    if (ranks == nullptr) return false;
+    return std::all_of(ranks->begin(), ranks->end(), [&](int r) { return entry.by_rank.count(r) > 0; });
+  }
   // Joined ranks contribute zeros to allreduces only; every other collective
   // needs all ranks. A name some rank asked for with another op is not an
   // allreduce: it waits for everyone and then fails validation.
@@ -86,7 +110,7 @@ void Controller::emit_complete(std::vector<Response>* out, FailedGroups* failed_
   for (const std::string& name : table_order_) {
     auto it = table_.find(name);
     if (complete(it->second)) {
-      out->push_back(make_response(name, it->second, failed_groups));
+      out->push_back(make_response(it->second, failed_groups));
       table_.erase(it);
     } else {
       still_waiting.push_back(name);
@@ -95,15 +119,17 @@ void Controller::emit_complete(std::vector<Response>* out, FailedGroups* failed_
   table_order_ = std::move(still_waiting);
 }
 
-Response Controller::make_response(const std::string& name, const TableEntry& entry,
-                                   FailedGroups* failed_groups) const {
+Response Controller::make_response(const TableEntry& entry, FailedGroups* failed_groups) {
   Response response;
-  response.name = name;
+  response.name = entry.by_rank.begin()->second.name;
+  response.process_set = entry.by_rank.begin()->second.process_set;
   if (auto mismatch = find_mismatch(entry.by_rank)) {
     response.type = Response::Type::kError;
     response.error_message = std::move(*mismatch);
     for (const auto& [r, request] : entry.by_rank) {
-      if (!request.group.empty()) failed_groups->emplace(request.group, response.error_message);
+      if (!request.group.empty()) {
+        failed_groups->emplace(tensor_key(request.process_set, request.group), response.error_message);
+      }
     }
     return response;
   }
@@ -123,12 +149,26 @@ Response Controller::make_response(const std::string& name, const TableEntry& en
     case OpType::kReducescatter:
       response.elements = num_elements(first.shape);
       break;
-    case OpType::kAllgather:
-      // Every rank takes part in an allgather, so every index is filled. A
+    case OpType::kAllgather: {
+      // Every member takes part in an allgather, so every index is filled:
+      // the ranks of the job in order, or the set's members (by set rank). A
       // scalar gathers as one row.
-      response.first_dims.assign(size_, 0);
       for (const auto& [r, request] : entry.by_rank) {
-        response.first_dims[r] = request.shape.empty() ? 1 : request.shape[0];
+        response.first_dims.push_back(request.shape.empty() ? 1 : request.shape[0]);
+      }
+      break;
+    }
+    case OpType::kAddProcessSet:
+      response.set_ranks = first.set_ranks;
+      response.set_id = next_set_id_++;
+      break;
+    case OpType::kRemoveProcessSet:
+      response.set_id = first.set_id;
+      if (first.set_id == 0 || !set_members_.count(first.set_id)) {
+        response.type = Response::Type::kError;
+        response.error_message = "remove_process_set: process set " + std::to_string(first.set_id) +
+                                 (first.set_id == 0 ? " is the global set, which cannot be removed"
+                                                    : " does not exist (already removed?)");
       }
       break;
     default:
@@ -146,17 +186,22 @@ void Controller::fail_rest_of_groups(const FailedGroups& failed_groups, std::vec
     response.error_message = failed_groups.at(group);
     return response;
   };
-  const auto failed_group_of = [&](const TableEntry& entry) -> const std::string* {
+  // Groups are named within their process set, like tensors.
+  const auto failed_group_of = [&](const TableEntry& entry) -> std::optional<std::string> {
     for (const auto& [r, request] : entry.by_rank) {
-      if (failed_groups.count(request.group)) return &request.group;
+      std::string group = tensor_key(request.process_set, request.group);
+      if (failed_groups.count(group)) return group;
     }
-    return nullptr;
+    return std::nullopt;
   };
   std::vector<std::string> still_waiting;
   for (const std::string& name : table_order_) {
     auto it = table_.find(name);
-    if (const std::string* group = failed_group_of(it->second)) {
-      out->push_back(error_for(name, *group));
+    if (const std::optional<std::string> group = failed_group_of(it->second)) {
+      const Request& first = it->second.by_rank.begin()->second;
+      Response error = error_for(first.name, *group);
+      error.process_set = first.process_set;
+      out->push_back(std::move(error));
       table_.erase(it);
     } else {
       still_waiting.push_back(name);
@@ -168,10 +213,14 @@ void Controller::fail_rest_of_groups(const FailedGroups& failed_groups, std::vec
   for (const std::string& name : partial_cached_) {
     const auto slot = cache_.slot_of(name);
     if (!slot) continue;
-    const std::string& group = cache_.response(*slot).group;
+    const std::string group = tensor_key(cache_.response(*slot).process_set, cache_.response(*slot).group);
     if (!failed_groups.count(group)) continue;
-    const bool answered = std::any_of(out->begin(), out->end(), [&](const Response& r) { return r.name == name; });
-    if (!answered) out->push_back(error_for(name, group));
+    const bool answered = std::any_of(out->begin(), out->end(), [&](const Response& r) { return tensor_key(r) == name; });
+    if (!answered) {
+      Response error = error_for(cache_.response(*slot).name, group);
+      error.process_set = cache_.response(*slot).process_set;
+      out->push_back(std::move(error));
+    }
   }
 }
 
@@ -181,7 +230,10 @@ void Controller::feed_stall_inspector(Clock::time_point now) {
     const TableEntry& entry = table_.at(name);
     std::set<int> ready;
     for (const auto& kv : entry.by_rank) ready.insert(kv.first);
-    stall_.record_pending(name, ready, now, op_type_name(entry.by_rank.begin()->second.op));
+    const Request& first = entry.by_rank.begin()->second;
+    const std::vector<int>* set_ranks = first.process_set == 0 ? nullptr : members(first.process_set);
+    stall_.record_pending(name, ready, now, op_type_name(first.op), tensor_label(first.process_set, first.name),
+                          set_ranks ? *set_ranks : std::vector<int>{});
     tracked.insert(name);
   }
   for (const std::string& name : partial_cached_) {
@@ -189,7 +241,9 @@ void Controller::feed_stall_inspector(Clock::time_point now) {
     // request comes back as a miss and shows up in the table instead.
     auto slot = cache_.slot_of(name);
     if (!slot || tracked.count(name)) continue;
-    stall_.record_partial_cached(name, now, response_type_name(cache_.response(*slot).type));
+    const Response& cached = cache_.response(*slot);
+    stall_.record_partial_cached(name, now, response_type_name(cached.type),
+                                 tensor_label(cached.process_set, cached.name));
     tracked.insert(name);
   }
   for (const std::string& name : stall_tracked_) {

@@ -14,6 +14,8 @@ const char* op_type_name(OpType op) {
     case OpType::kBarrier: return "barrier";
     case OpType::kJoin: return "join";
     case OpType::kShutdown: return "shutdown";
+    case OpType::kAddProcessSet: return "add_process_set";
+    case OpType::kRemoveProcessSet: return "remove_process_set";
     case OpType::kSend: return "send";
     case OpType::kRecv: return "recv";
   }
@@ -31,6 +33,8 @@ const char* response_type_name(Response::Type type) {
     case Response::Type::kJoin: return "join";
     case Response::Type::kError: return "error";
     case Response::Type::kShutdown: return "shutdown";
+    case Response::Type::kAddProcessSet: return "add_process_set";
+    case Response::Type::kRemoveProcessSet: return "remove_process_set";
   }
   return "invalid-response";
 }
@@ -45,10 +49,22 @@ Response::Type response_type_for(OpType op) {
     case OpType::kBarrier: return Response::Type::kBarrier;
     case OpType::kJoin: return Response::Type::kJoin;
     case OpType::kShutdown: return Response::Type::kShutdown;
+    case OpType::kAddProcessSet: return Response::Type::kAddProcessSet;
+    case OpType::kRemoveProcessSet: return Response::Type::kRemoveProcessSet;
     case OpType::kSend:
     case OpType::kRecv: break;  // never negotiated
   }
   return Response::Type::kError;
+}
+
+std::string tensor_key(int32_t process_set, const std::string& name) {
+  if (process_set == 0) return name;
+  return "chorus.set" + std::to_string(process_set) + "/" + name;
+}
+
+std::string tensor_label(int32_t process_set, const std::string& name) {
+  if (process_set == 0) return "'" + name + "'";
+  return "'" + name + "' of process set " + std::to_string(process_set);
 }
 
 bool Request::same_collective(const Request& other) const {
@@ -60,6 +76,7 @@ bool Request::same_collective(const Request& other) const {
     return false;
   }
   if (root != other.root || group != other.group || group_size != other.group_size) return false;
+  if (process_set != other.process_set || set_ranks != other.set_ranks || set_id != other.set_id) return false;
   if (shape.size() != other.shape.size()) return false;
   // Allgather and alltoall concatenate or split along the first dimension,
   // so each rank may bring a different number of rows.
@@ -72,9 +89,9 @@ bool Request::same_collective(const Request& other) const {
 
 namespace {
 
-// Version 1 of the wire format. Bump it when the layout changes: a peer built
+// Version 2 of the wire format (2: process sets). Bump it when the layout changes: a peer built
 // from other sources then fails loudly instead of misreading fields.
-constexpr uint8_t kWireVersion = 1;
+constexpr uint8_t kWireVersion = 2;
 // The second byte says what the blob holds, so a response list handed to the
 // request parser (or the reverse) is reported instead of half-parsed.
 constexpr uint8_t kRequestsTag = 'Q';
@@ -229,11 +246,11 @@ class Reader {
 
 // Smallest encodings, used to bound counts: every length prefix and fixed
 // field present, every string and vector empty.
-constexpr size_t kMinRequestBytes = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 4 + 4 + 4;
-constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 + 4 + 4 + 4 + 4;
+constexpr size_t kMinRequestBytes = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4;
+constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4;
 
-constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kShutdown);
-constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kShutdown);
+constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kRemoveProcessSet);
+constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kRemoveProcessSet);
 constexpr uint8_t kMaxDtype = kNumDataTypes - 1;
 constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kProduct);
 constexpr uint8_t kMaxDeviceKind = static_cast<uint8_t>(Device::Kind::kCustom);
@@ -265,6 +282,9 @@ std::string serialize_requests(const std::vector<Request>& requests) {
     w.i32(q.root);
     w.str(q.group);
     w.i32(q.group_size);
+    w.i32(q.process_set);
+    w.dims(q.set_ranks);
+    w.i32(q.set_id);
   }
   return w.take();
 }
@@ -281,7 +301,8 @@ Status parse_requests(const std::string& bytes, std::vector<Request>* out) {
                     read_device(&r, &q.device) &&
                     r.enumeration(&q.reduce_op, kMaxReduceOp, "reduce op") && r.f64(&q.prescale) &&
                     r.f64(&q.postscale) && r.i32(&q.root) && r.str(&q.group) &&
-                    r.i32(&q.group_size);
+                    r.i32(&q.group_size) && r.i32(&q.process_set) && r.dims(&q.set_ranks) &&
+                    r.i32(&q.set_id);
     if (!ok) break;
   }
   if (!r.done()) {
@@ -309,6 +330,9 @@ std::string serialize_responses(const std::vector<Response>& responses) {
     w.i32(p.last_joined_rank);
     w.i32(p.shutdown_rank);
     w.str(p.group);
+    w.i32(p.process_set);
+    w.dims(p.set_ranks);
+    w.i32(p.set_id);
   }
   return w.take();
 }
@@ -326,7 +350,7 @@ Status parse_responses(const std::string& bytes, std::vector<Response>* out) {
         r.enumeration(&p.reduce_op, kMaxReduceOp, "reduce op") && r.f64(&p.prescale) &&
         r.f64(&p.postscale) && r.i32(&p.root) && r.i64(&p.elements) && r.dims(&p.first_dims) &&
         r.str(&p.error_message) && r.i32(&p.last_joined_rank) && r.i32(&p.shutdown_rank) &&
-        r.str(&p.group);
+        r.str(&p.group) && r.i32(&p.process_set) && r.dims(&p.set_ranks) && r.i32(&p.set_id);
     if (!ok) break;
   }
   if (!r.done()) {

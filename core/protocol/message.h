@@ -20,6 +20,11 @@ enum class OpType : uint8_t {
   kBarrier,
   kJoin,
   kShutdown,  // a rank asks the job to stop (sent by shutdown())
+  // Collective over every rank of the job (process_set.h): each rank's
+  // request carries the new set's ranks (set_ranks) or the set to remove
+  // (set_id); they run on the global set.
+  kAddProcessSet,
+  kRemoveProcessSet,
   // Point-to-point (ops/point_to_point.h): never negotiated; they name the
   // handles of send_async() and recv_async().
   kSend,
@@ -41,6 +46,11 @@ struct Request {
   int32_t root = 0;             // broadcast
   std::string group;            // grouped allreduce: the group's name, else empty
   int32_t group_size = 0;
+  // The process set the collective runs on (0: the global set). A name is
+  // unique within its set: (process_set, name) identifies a tensor.
+  int32_t process_set = 0;
+  std::vector<int64_t> set_ranks;  // kAddProcessSet: the new set's ranks, ascending
+  int32_t set_id = 0;              // kRemoveProcessSet: the set removed
 
   // True when `other` asks for the same collective (everything but rank;
   // for allgather and alltoall the first dimension may differ).
@@ -60,6 +70,8 @@ struct Response {
     kJoin,
     kError,     // the named tensor fails on every rank with error_message
     kShutdown,  // the job stops: every pending tensor fails with error_message
+    kAddProcessSet,     // every rank creates set set_id of set_ranks here
+    kRemoveProcessSet,  // every rank removes set set_id here
   };
   Type type = Type::kAllreduce;
   std::string name;
@@ -78,9 +90,22 @@ struct Response {
   int32_t last_joined_rank = -1;  // kJoin
   int32_t shutdown_rank = -1;     // kShutdown caused by a rank's shutdown(), else -1
   std::string group;
+  int32_t process_set = 0;         // the set it runs on; ranks outside it skip it
+  std::vector<int64_t> set_ranks;  // kAddProcessSet
+  int32_t set_id = 0;              // kAddProcessSet (the id assigned), kRemoveProcessSet
 };
 const char* response_type_name(Response::Type type);
 Response::Type response_type_for(OpType op);
+
+// The key under which the queue, the controller and its cache hold a
+// tensor: the name itself on the global set; on another set, a name under
+// the reserved "chorus." prefix (which no user name may have) that cannot
+// collide with any other set's or the global set's names.
+std::string tensor_key(int32_t process_set, const std::string& name);
+inline std::string tensor_key(const Request& r) { return tensor_key(r.process_set, r.name); }
+inline std::string tensor_key(const Response& r) { return tensor_key(r.process_set, r.name); }
+// "'x'" on the global set, "'x' of process set 2" on another: for messages.
+std::string tensor_label(int32_t process_set, const std::string& name);
 
 // Wire format: little-endian, length-prefixed, versioned. Parsing checks every
 // length against the remaining bytes and reports corruption as a Status.

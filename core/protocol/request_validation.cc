@@ -40,6 +40,12 @@ struct Field {
 
 bool always(OpType) { return true; }
 
+std::string rank_list(const std::vector<int64_t>& ranks) {
+  std::string out = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out + "]";
+}
+
 const Field kFields[] = {
     {"operation", always, [](const Request& a, const Request& b) { return a.op != b.op; },
      [](const Request& r) { return std::string(op_type_name(r.op)); }},
@@ -65,6 +71,12 @@ const Field kFields[] = {
     {"postscale factor", always,
      [](const Request& a, const Request& b) { return a.postscale != b.postscale; },
      [](const Request& r) { return number(r.postscale); }},
+    {"process set ranks", [](OpType op) { return op == OpType::kAddProcessSet; },
+     [](const Request& a, const Request& b) { return a.set_ranks != b.set_ranks; },
+     [](const Request& r) { return rank_list(r.set_ranks); }},
+    {"process set", [](OpType op) { return op == OpType::kRemoveProcessSet; },
+     [](const Request& a, const Request& b) { return a.set_id != b.set_id; },
+     [](const Request& r) { return std::to_string(r.set_id); }},
     {"group", always,
      [](const Request& a, const Request& b) {
        return a.group != b.group || a.group_size != b.group_size;

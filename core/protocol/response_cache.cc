@@ -7,13 +7,17 @@
 namespace chorus {
 
 ResponseCache::ResponseCache(uint32_t capacity)
-    : capacity_(capacity), slots_(capacity), occupied_words_((static_cast<size_t>(capacity) + 63) / 64, 0) {
+    : capacity_(capacity),
+      slots_(capacity),
+      occupied_words_((static_cast<size_t>(capacity) + 63) / 64, 0),
+      foreign_words_(occupied_words_.size(), 0) {
   free_slots_.reserve(capacity);
   for (uint32_t s = capacity; s > 0; --s) free_slots_.push_back(s - 1);
 }
 
 ResponseCache::Lookup ResponseCache::lookup(const Request& request, uint32_t* slot) const {
-  auto it = by_name_.find(request.name);
+  // The global set's key is the name itself: no key is built for it.
+  auto it = request.process_set == 0 ? by_name_.find(request.name) : by_name_.find(tensor_key(request));
   if (it == by_name_.end()) return Lookup::kMiss;
   *slot = it->second;
   const Entry& entry = slots_[it->second];
@@ -29,10 +33,11 @@ ResponseCache::Lookup ResponseCache::lookup(const Request& request, uint32_t* sl
 }
 
 std::optional<uint32_t> ResponseCache::put(const Response& response,
-                                           const std::optional<Request>& local_request) {
+                                           const std::optional<Request>& local_request, bool member) {
   if (capacity_ == 0) return std::nullopt;
   uint32_t slot = 0;
-  auto it = by_name_.find(response.name);
+  const std::string key = tensor_key(response);
+  auto it = by_name_.find(key);
   if (it != by_name_.end()) {
     // Replacing keeps the slot: every rank does the same, so slots agree.
     slot = it->second;
@@ -45,7 +50,12 @@ std::optional<uint32_t> ResponseCache::put(const Response& response,
     occupied_words_[slot / 64] |= uint64_t{1} << (slot % 64);
     lru_.push_front(slot);
     entry.lru_position = lru_.begin();
-    by_name_[response.name] = slot;
+    by_name_[key] = slot;
+  }
+  if (member) {
+    foreign_words_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
+  } else {
+    foreign_words_[slot / 64] |= uint64_t{1} << (slot % 64);
   }
   Entry& entry = slots_[slot];
   entry.response = response;
@@ -74,9 +84,10 @@ void ResponseCache::evict(uint32_t slot) {
   if (!occupied(slot)) return;
   Entry& entry = slots_[slot];
   lru_.erase(entry.lru_position);
-  by_name_.erase(entry.response.name);
+  by_name_.erase(tensor_key(entry.response));
   entry = Entry{};
   occupied_words_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
+  foreign_words_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
   // Keep free slots sorted descending so the lowest free slot is reused
   // first; the order only has to be the same on every rank.
   free_slots_.insert(std::upper_bound(free_slots_.begin(), free_slots_.end(), slot,
@@ -84,10 +95,18 @@ void ResponseCache::evict(uint32_t slot) {
                      slot);
 }
 
-std::optional<uint32_t> ResponseCache::slot_of(const std::string& name) const {
-  auto it = by_name_.find(name);
+std::optional<uint32_t> ResponseCache::slot_of(const std::string& key) const {
+  auto it = by_name_.find(key);
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<uint32_t> ResponseCache::slots_of_set(int32_t process_set) const {
+  std::vector<uint32_t> out;
+  for (uint32_t slot : lru_) {
+    if (slots_[slot].response.process_set == process_set) out.push_back(slot);
+  }
+  return out;
 }
 
 }  // namespace chorus

@@ -39,18 +39,21 @@ StallInspector::StallInspector(double check_seconds, double shutdown_seconds, in
     : check_period_(check_seconds), shutdown_after_(shutdown_seconds), world_size_(world_size) {}
 
 void StallInspector::record_pending(const std::string& name, const std::set<int>& ready_ranks,
-                                    Clock::time_point now, const std::string& op) {
+                                    Clock::time_point now, const std::string& op, const std::string& label,
+                                    const std::vector<int>& members) {
   // A cached tensor that was re-sent through the coordinator keeps its start
   // time: the stall began when it first went partially ready.
-  auto [it, inserted] = pending_.try_emplace(name, Pending{now, std::nullopt, op});
+  auto [it, inserted] = pending_.try_emplace(name, Pending{now, std::nullopt, op, {}, {}});
   (void)inserted;
   it->second.ready_ranks = ready_ranks;
   it->second.op = op;
+  it->second.label = label.empty() ? "'" + name + "'" : label;
+  it->second.members = members;
 }
 
 void StallInspector::record_partial_cached(const std::string& name, Clock::time_point now,
-                                           const std::string& op) {
-  pending_.try_emplace(name, Pending{now, std::nullopt, op});
+                                           const std::string& op, const std::string& label) {
+  pending_.try_emplace(name, Pending{now, std::nullopt, op, label.empty() ? "'" + name + "'" : label, {}});
 }
 
 void StallInspector::forget(const std::string& name) { pending_.erase(name); }
@@ -75,15 +78,22 @@ std::vector<std::string> StallInspector::cached_to_invalidate(Clock::time_point 
 
 std::string StallInspector::missing_ranks(const Pending& p) const {
   std::set<int> missing;
-  for (int r = 0; r < world_size_; ++r) {
-    if (!p.ready_ranks->count(r)) missing.insert(r);
+  if (p.members.empty()) {
+    for (int r = 0; r < world_size_; ++r) {
+      if (!p.ready_ranks->count(r)) missing.insert(r);
+    }
+  } else {
+    for (int r : p.members) {
+      if (!p.ready_ranks->count(r)) missing.insert(r);
+    }
   }
   return rank_list(missing);
 }
 
 std::string StallInspector::describe(const std::string& name, const Pending& p,
                                      Clock::time_point now) const {
-  return p.op + " '" + name + "' submitted by ranks " + rank_list(*p.ready_ranks) +
+  (void)name;  // the key; messages use the label
+  return p.op + " " + p.label + " submitted by ranks " + rank_list(*p.ready_ranks) +
          " but not by ranks " + missing_ranks(p) + " for " + format_seconds(now - p.since) + " s";
 }
 
@@ -109,7 +119,7 @@ std::optional<std::string> StallInspector::shutdown_reason(Clock::time_point now
   for (const auto& [name, p] : pending_) {
     if (!p.ready_ranks || now - p.since < shutdown_after_) continue;
     longest = std::max<Seconds>(longest, now - p.since);
-    clauses += (clauses.empty() ? "" : "; ") + p.op + " '" + name + "' is waiting for ranks " +
+    clauses += (clauses.empty() ? "" : "; ") + p.op + " " + p.label + " is waiting for ranks " +
                missing_ranks(p);
   }
   if (clauses.empty()) return std::nullopt;

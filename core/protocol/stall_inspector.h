@@ -18,14 +18,18 @@ class StallInspector {
   using Clock = std::chrono::steady_clock;
   StallInspector(double check_seconds, double shutdown_seconds, int world_size);
 
-  // The tensor is pending on `ready_ranks` (the others are missing). Call
-  // every cycle for every partially submitted tensor; the first call starts
-  // its clock. `op` ("allreduce", ...) only appears in the messages.
+  // The tensor is pending on `ready_ranks` (the other `members` are
+  // missing; empty `members`: every rank of the job). Call every cycle for
+  // every partially submitted tensor; the first call starts its clock. `op`
+  // ("allreduce", ...) and `label` (how messages name the tensor, e.g.
+  // "'x' of process set 2"; empty: 'name') only appear in the messages.
+  // `name` is the tensor's key (tensor_key()).
   void record_pending(const std::string& name, const std::set<int>& ready_ranks, Clock::time_point now,
-                      const std::string& op = "collective");
+                      const std::string& op = "collective", const std::string& label = "",
+                      const std::vector<int>& members = {});
   // A cached tensor is ready on some ranks only; which ones is not known yet.
   void record_partial_cached(const std::string& name, Clock::time_point now,
-                             const std::string& op = "collective");
+                             const std::string& op = "collective", const std::string& label = "");
   // The tensor is no longer pending (done, failed or evicted).
   void forget(const std::string& name);
 
@@ -45,6 +49,8 @@ class StallInspector {
     Clock::time_point since;
     std::optional<std::set<int>> ready_ranks;  // unknown for cached tensors
     std::string op;
+    std::string label;         // "'name'" unless the tensor is in a process set
+    std::vector<int> members;  // empty: every rank of the job
   };
   std::string describe(const std::string& name, const Pending& p, Clock::time_point now) const;
   std::string missing_ranks(const Pending& p) const;

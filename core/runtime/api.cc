@@ -1,5 +1,6 @@
 // The public C++ API: argument checks, building entries, and the one owner
 // of the process's Runtime.
+#include <algorithm>
 #include <cstdlib>
 #include <chrono>
 #include <mutex>
@@ -26,9 +27,10 @@ class RuntimeOwner {
     return owner;
   }
 
-  void init(const std::vector<BackendMaker>& custom = {}) {
+  // Returns false when the runtime was already running.
+  bool init(const std::vector<BackendMaker>& custom = {}) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (runtime_) return;
+    if (runtime_) return false;
     // Before MPI starts: a rank that waits there for a missing peer has
     // still reached init(), and chorusrun's start timeout says so.
     report_init_to_launcher();
@@ -41,6 +43,7 @@ class RuntimeOwner {
       std::atexit([] { RuntimeOwner::instance().shutdown(); });
       exit_hook_registered_ = true;
     }
+    return true;
   }
 
   void shutdown() {
@@ -128,19 +131,40 @@ Handle submit_one(Runtime& rt, TensorEntry&& entry) {
   return handle;
 }
 
-// Until process sets are implemented (issue 27, in progress): a set other
-// than the global one is refused rather than silently ignored.
-void require_global(const ProcessSet& process_set) {
-  if (!process_set.is_global()) {
-    throw Error(Status::PreconditionFailed("process set " + std::to_string(process_set.id) +
-                                           ": process sets are not implemented yet"));
+// The set's members (empty for the global set, which every rank is in):
+// throws when the set does not exist or this rank is not a member.
+std::vector<int> require_member(Runtime& rt, const ProcessSet& set, const char* op, const std::string& name) {
+  if (set.is_global()) return {};
+  std::vector<int> ranks;
+  Status status = rt.process_sets().ranks(set.id, &ranks);
+  if (!status.ok()) throw Error(Status::InvalidArgument(std::string(op) + " '" + name + "': " + status.message()));
+  const int me = rt.topology().rank;
+  if (!std::binary_search(ranks.begin(), ranks.end(), me)) {
+    throw Error(Status::InvalidArgument(std::string(op) + " '" + name + "': rank " + std::to_string(me) +
+                                        " is not in process set " + std::to_string(set.id) + " " +
+                                        ProcessSetTable::describe(ranks) +
+                                        "; only the set's members may submit to it"));
   }
+  return ranks;
+}
+
+// Process sets other than the global one run on host memory only.
+void check_set_device(const ProcessSet& set, const std::string& name, const Device& device) {
+  if (set.is_global() || device.kind == Device::Kind::kCPU) return;
+  throw Error(Status::InvalidArgument("tensor '" + name + "' is on " + device.to_string() +
+                                      " but process set " + std::to_string(set.id) +
+                                      " runs on CPU tensors only (process sets on GPUs are not supported yet)"));
+}
+
+// The number of ranks a collective on `set` runs over.
+int set_size(Runtime& rt, const ProcessSet& set, const std::vector<int>& members) {
+  return set.is_global() ? rt.topology().size : static_cast<int>(members.size());
 }
 
 Request allreduce_request(const std::string& name, const Tensor& input, const AllreduceOptions& options,
                           int rank) {
-  require_global(options.process_set);
   Request request = base_request(name, OpType::kAllreduce, input, rank);
+  request.process_set = options.process_set.id;
   request.reduce_op = options.op;
   request.prescale = options.prescale_factor;
   request.postscale = options.postscale_factor;
@@ -152,6 +176,18 @@ Request allreduce_request(const std::string& name, const Tensor& input, const Al
 std::shared_ptr<Runtime> detail::running_runtime() { return runtime(); }
 
 void init() { RuntimeOwner::instance().init(); }
+void init(const InitOptions& options) {
+  if (!RuntimeOwner::instance().init()) return;
+  try {
+    // Collective like init() itself: ids 1..n in the given order.
+    for (const std::vector<int>& ranks : options.process_sets) add_process_set(ranks);
+  } catch (const Error& e) {
+    // Every rank fails alike (bad lists fail locally on every rank that
+    // passes them; disagreeing ones in the negotiation, everywhere).
+    RuntimeOwner::instance().shutdown();
+    throw Error(Status(e.code(), std::string("init(): static process sets: ") + e.what()));
+  }
+}
 void detail::init_with_backends(std::vector<BackendMaker> makers) { RuntimeOwner::instance().init(makers); }
 void shutdown() { RuntimeOwner::instance().shutdown(); }
 bool is_initialized() { return RuntimeOwner::instance().initialized(); }
@@ -175,6 +211,8 @@ Handle allreduce_async(const std::string& name, const Tensor& input, const Tenso
   auto rt = runtime();
   throw_if_error(check_name(name));
   throw_if_error(check_allreduce(name, input, output, options));
+  require_member(*rt, options.process_set, "allreduce", name);
+  check_set_device(options.process_set, name, input.device);
   check_device(*rt, name, input.device);
   auto handle = rt->new_handle(name, OpType::kAllreduce);
   return submit_one(*rt, make_entry(allreduce_request(name, input, options, rt->topology().rank), input,
@@ -191,11 +229,13 @@ Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor
                                         std::to_string(outputs.size()) +
                                         " outputs; expected the same non-zero number"));
   }
+  require_member(*rt, options.process_set, "grouped allreduce", name);
   auto handle = rt->new_handle(name, OpType::kAllreduce, static_cast<int>(inputs.size()));
   std::vector<TensorEntry> entries;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string member = name + "." + std::to_string(i);
     throw_if_error(check_allreduce(member, inputs[i], outputs[i], options));
+    check_set_device(options.process_set, member, inputs[i].device);
     check_device(*rt, member, inputs[i].device);
     Request request = allreduce_request(member, inputs[i], options, rt->topology().rank);
     request.group = name;
@@ -208,12 +248,14 @@ Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor
 Handle allgather_async(const std::string& name, const Tensor& input, OutputAllocator allocator,
                        const ProcessSet& process_set) {
   auto rt = runtime();
-  require_global(process_set);
   throw_if_error(check_name(name));
   throw_if_error(check_has_first_dim(name, "allgather", input));
+  require_member(*rt, process_set, "allgather", name);
+  check_set_device(process_set, name, input.device);
   check_device(*rt, name, input.device);
-  TensorEntry entry = make_entry(base_request(name, OpType::kAllgather, input, rt->topology().rank), input,
-                                 Tensor(), rt->new_handle(name, OpType::kAllgather));
+  Request request = base_request(name, OpType::kAllgather, input, rt->topology().rank);
+  request.process_set = process_set.id;
+  TensorEntry entry = make_entry(std::move(request), input, Tensor(), rt->new_handle(name, OpType::kAllgather));
   entry.allocator = std::move(allocator);
   return submit_one(*rt, std::move(entry));
 }
@@ -221,26 +263,36 @@ Handle allgather_async(const std::string& name, const Tensor& input, OutputAlloc
 Handle broadcast_async(const std::string& name, const Tensor& inout, int root_rank,
                        const ProcessSet& process_set) {
   auto rt = runtime();
-  require_global(process_set);
   throw_if_error(check_name(name));
   throw_if_error(check_tensor(name, "tensor", inout));
   throw_if_error(check_root(name, root_rank, rt->topology().size));
+  const std::vector<int> members = require_member(*rt, process_set, "broadcast", name);
+  if (!process_set.is_global() && !std::binary_search(members.begin(), members.end(), root_rank)) {
+    throw Error(Status::InvalidArgument("'" + name + "': root rank " + std::to_string(root_rank) +
+                                        " is not in process set " + std::to_string(process_set.id) + " " +
+                                        ProcessSetTable::describe(members) +
+                                        "; expected a rank of the job that is a member of the set"));
+  }
+  check_set_device(process_set, name, inout.device);
   check_device(*rt, name, inout.device);
   Request request = base_request(name, OpType::kBroadcast, inout, rt->topology().rank);
   request.root = root_rank;
+  request.process_set = process_set.id;
   return submit_one(*rt, make_entry(std::move(request), inout, inout, rt->new_handle(name, OpType::kBroadcast)));
 }
 
 Handle alltoall_async(const std::string& name, const Tensor& input, const std::vector<int64_t>& splits,
                       OutputAllocator allocator, const ProcessSet& process_set) {
   auto rt = runtime();
-  require_global(process_set);
   throw_if_error(check_name(name));
+  const std::vector<int> members = require_member(*rt, process_set, "alltoall", name);
   std::vector<int64_t> rows = splits;
-  throw_if_error(check_alltoall_splits(name, input, rt->topology().size, &rows));
+  throw_if_error(check_alltoall_splits(name, input, set_size(*rt, process_set, members), &rows));
+  check_set_device(process_set, name, input.device);
   check_device(*rt, name, input.device);
-  TensorEntry entry = make_entry(base_request(name, OpType::kAlltoall, input, rt->topology().rank), input,
-                                 Tensor(), rt->new_handle(name, OpType::kAlltoall));
+  Request request = base_request(name, OpType::kAlltoall, input, rt->topology().rank);
+  request.process_set = process_set.id;
+  TensorEntry entry = make_entry(std::move(request), input, Tensor(), rt->new_handle(name, OpType::kAlltoall));
   entry.splits = std::move(rows);
   entry.allocator = std::move(allocator);
   return submit_one(*rt, std::move(entry));
@@ -249,12 +301,14 @@ Handle alltoall_async(const std::string& name, const Tensor& input, const std::v
 Handle reducescatter_async(const std::string& name, const Tensor& input, ReduceOp op,
                            OutputAllocator allocator, const ProcessSet& process_set) {
   auto rt = runtime();
-  require_global(process_set);
   throw_if_error(check_name(name));
   throw_if_error(check_reducescatter(name, input, op));
+  require_member(*rt, process_set, "reducescatter", name);
+  check_set_device(process_set, name, input.device);
   check_device(*rt, name, input.device);
   Request request = base_request(name, OpType::kReducescatter, input, rt->topology().rank);
   request.reduce_op = op;
+  request.process_set = process_set.id;
   TensorEntry entry =
       make_entry(std::move(request), input, Tensor(), rt->new_handle(name, OpType::kReducescatter));
   entry.allocator = std::move(allocator);
@@ -263,9 +317,11 @@ Handle reducescatter_async(const std::string& name, const Tensor& input, ReduceO
 
 Handle barrier_async(const ProcessSet& process_set) {
   auto rt = runtime();
-  require_global(process_set);
-  const std::string name = rt->next_barrier_name();
+  require_member(*rt, process_set, "barrier", "chorus.barrier");
+  const std::string name =
+      process_set.is_global() ? rt->next_barrier_name() : rt->process_sets().next_barrier_name(process_set.id);
   Request request = base_request(name, OpType::kBarrier, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
+  request.process_set = process_set.id;
   return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kBarrier)));
 }
 
@@ -274,6 +330,59 @@ Handle join_async() {
   const std::string name = "chorus.join";
   Request request = base_request(name, OpType::kJoin, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
   return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kJoin)));
+}
+
+ProcessSet add_process_set(const std::vector<int>& ranks) {
+  auto rt = runtime();
+  std::vector<int> sorted;
+  throw_if_error(normalize_process_set_ranks(ranks, rt->topology().size, &sorted));
+  const std::string name = rt->next_add_set_name();
+  Request request = base_request(name, OpType::kAddProcessSet, Tensor(nullptr, DataType::kUInt8, {0}),
+                                 rt->topology().rank);
+  request.set_ranks.assign(sorted.begin(), sorted.end());
+  auto state = rt->new_handle(name, OpType::kAddProcessSet);
+  Handle handle = submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), state));
+  handle.wait();
+  return ProcessSet{state->process_set_id()};
+}
+
+void remove_process_set(const ProcessSet& set) {
+  auto rt = runtime();
+  if (set.is_global()) {
+    throw Error(Status::InvalidArgument("remove_process_set: the global set (id 0) cannot be removed"));
+  }
+  if (!rt->process_sets().contains(set.id)) {
+    throw Error(Status::InvalidArgument("remove_process_set: process set " + std::to_string(set.id) +
+                                        " does not exist (it was removed, or never added on this job)"));
+  }
+  const std::string name = rt->next_remove_set_name();
+  Request request = base_request(name, OpType::kRemoveProcessSet, Tensor(nullptr, DataType::kUInt8, {0}),
+                                 rt->topology().rank);
+  request.set_id = set.id;
+  submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kRemoveProcessSet)))
+      .wait();
+}
+
+std::vector<int> process_set_ranks(const ProcessSet& set) {
+  std::vector<int> ranks;
+  throw_if_error(runtime()->process_sets().ranks(set.id, &ranks));
+  return ranks;
+}
+
+int process_set_rank(const ProcessSet& set) {
+  auto rt = runtime();
+  std::vector<int> ranks;
+  throw_if_error(rt->process_sets().ranks(set.id, &ranks));
+  auto it = std::find(ranks.begin(), ranks.end(), rt->topology().rank);
+  return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+}
+
+int process_set_size(const ProcessSet& set) { return static_cast<int>(process_set_ranks(set).size()); }
+
+std::vector<ProcessSet> process_sets() {
+  std::vector<ProcessSet> out;
+  for (int32_t id : runtime()->process_sets().ids()) out.push_back(ProcessSet{id});
+  return out;
 }
 
 void allreduce(const std::string& name, const Tensor& input, const Tensor& output,

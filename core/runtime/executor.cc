@@ -14,6 +14,17 @@ int64_t row_elements(const Shape& shape) {
 
 }  // namespace
 
+// A broadcast's root is a rank of the job; the set's backends number their
+// ranks by set rank.
+int Executor::set_root(const Run& run, int root) {
+  if (run.place.ranks == nullptr) return root;
+  const auto& ranks = *run.place.ranks;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == root) return static_cast<int>(i);
+  }
+  return root;  // the API admits members only
+}
+
 Status allocate_output(TensorEntry& entry, const Shape& shape, DeviceOps* device, Tensor* out) {
   const DataType dtype = entry.request.dtype;
   const Device where = entry.request.device;
@@ -69,14 +80,26 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
     return Status::OK();
   }
 
-  Backend* backend = backends_->select(first.device);
-  if (backend == nullptr) {
-    const Status status =
-        Status::InvalidArgument("No backend in this build supports device " + first.device.to_string());
-    complete_entries(entries, status);
-    return status;
+  SetPlace place;
+  if (!resolve_set_(first.process_set, &place)) {
+    // Only members get here with entries (the runtime skips other sets'
+    // responses); a set removed meanwhile fails what it still holds.
+    complete_entries(entries, Status::PreconditionFailed("process set " + std::to_string(first.process_set) +
+                                                         " does not exist on this rank"));
+    return Status::OK();
   }
-  Run run{unit, entries, backend, backend->device_ops(first.device)};
+  Backend* backend = place.backends->select(first.device);
+  if (backend == nullptr) {
+    const Status status = place.backends->check(first.name, first.device);
+    complete_entries(entries, status);
+    // A set's refusal (GPU tensors) is the same on every member: nothing
+    // ran, so the runtime can go on. The job's own registry lacking a
+    // backend is a bug in the argument checks.
+    return first.process_set == 0 ? Status::InvalidArgument("No backend in this build supports device " +
+                                                            first.device.to_string())
+                                  : Status::OK();
+  }
+  Run run{unit, entries, backend, backend->device_ops(first.device), place};
   // The collective reads the inputs only after their producers are done.
   Status started;
   for (const auto& entry : entries) {
@@ -113,7 +136,7 @@ Status Executor::start(Run& run, WorkPtr* work) {
     case Response::Type::kReducescatter: return reducescatter(run, work);
     case Response::Type::kBroadcast:
       if (entry == nullptr) return Status::Internal("broadcast response without a local entry");
-      *work = run.backend->broadcast(entry->output_data, static_cast<int64_t>(entry->bytes()), first.root);
+      *work = run.backend->broadcast(entry->output_data, static_cast<int64_t>(entry->bytes()), set_root(run, first.root));
       span(run.entries, run.unit, "BROADCAST", began);
       return Status::OK();
     case Response::Type::kBarrier:

@@ -1,6 +1,7 @@
 // Executor: runs one execution unit (a response, or several fused ones) on
-// the backend chosen for its device, and completes the entries' handles once
-// its work is done.
+// the backend chosen for its device among its process set's backends, and
+// completes the entries' handles once its work is done. In a process set,
+// "rank" and "size" are the set's (set ranks index its sorted members).
 //
 // It owns the data path around the collective, and does all of it through
 // the device's operations (ops/device.h), never touching memory itself:
@@ -33,14 +34,24 @@
 
 namespace chorus {
 
+// Where a unit runs: the backends of its process set and this rank's place
+// in the set (for the global set: the job's backends, rank and size).
+struct SetPlace {
+  const BackendRegistry* backends = nullptr;
+  int rank = 0;  // this rank's set rank
+  int size = 1;
+  const std::vector<int>* ranks = nullptr;  // the members' job ranks; nullptr: every rank
+};
+// The place of this rank in a set; false when it is not a member.
+using SetResolver = std::function<bool(int32_t process_set, SetPlace* out)>;
+
 class Executor {
  public:
   using Clock = std::chrono::steady_clock;
   // `on_failure`: a collective that finished after execute() returned failed
   // (called on the completion thread; failure() tells what).
-  Executor(const Topology& topology, const BackendRegistry* backends, Timeline* timeline,
-           std::function<void()> on_failure)
-      : topology_(topology), backends_(backends), timeline_(timeline), completions_(std::move(on_failure)) {}
+  Executor(SetResolver resolve_set, Timeline* timeline, std::function<void()> on_failure)
+      : resolve_set_(std::move(resolve_set)), timeline_(timeline), completions_(std::move(on_failure)) {}
 
   // Takes the unit's entries out of `queue` and starts its work. Errors go
   // to the entries' handles (an output this rank cannot allocate fails only
@@ -63,6 +74,7 @@ class Executor {
     Entries& entries;
     Backend* backend;
     DeviceOps* device;
+    SetPlace place;  // the unit's process set
   };
   // The persistent buffers of one device.
   struct DeviceBuffers {
@@ -72,6 +84,7 @@ class Executor {
   };
 
   Status start(Run& run, WorkPtr* work);
+  static int set_root(const Run& run, int root);
   Status allreduce(Run& run, WorkPtr* work);
   Status allreduce_one(Run& run, WorkPtr* work);
   // A fused allreduce the backend reduces where the tensors lie
@@ -84,7 +97,7 @@ class Executor {
   // What the reduced sum is multiplied by: the postscale, divided by the
   // number of ranks for a floating-point average (1 for integers). Every
   // reduction hands it to the backend, which applies it as it reduces.
-  double result_factor(const Response& response) const;
+  double result_factor(const Run& run, const Response& response) const;
   // After a reduction: the integer average's division of `count` elements.
   Status finish_integer_average(Run& run, const Response& response, void* data, int64_t count);
   // The output of entry `index` of the unit; when this rank cannot allocate
@@ -96,8 +109,7 @@ class Executor {
   void span(const Entries& entries, const ExecutionUnit& unit, const char* activity, Clock::time_point start,
             const std::string& args = "");
 
-  Topology topology_;
-  const BackendRegistry* backends_;
+  SetResolver resolve_set_;
   Timeline* timeline_;
   std::vector<DeviceBuffers> buffers_;  // one per device used so far
   std::vector<AllreducePiece> pieces_;  // allreduce_in_place()'s, reused

@@ -34,14 +34,14 @@ int64_t first_row_of_rank(int64_t rows, int size, int r) {
 
 }  // namespace
 
-double Executor::result_factor(const Response& response) const {
+double Executor::result_factor(const Run& run, const Response& response) const {
   const bool average = response.reduce_op == ReduceOp::kAverage;
-  return average && is_floating_point(response.dtype) ? response.postscale / topology_.size : response.postscale;
+  return average && is_floating_point(response.dtype) ? response.postscale / run.place.size : response.postscale;
 }
 
 Status Executor::finish_integer_average(Run& run, const Response& response, void* data, int64_t count) {
   if (response.reduce_op != ReduceOp::kAverage || is_floating_point(response.dtype)) return Status::OK();
-  return run.device->divide(data, count, response.dtype, topology_.size);
+  return run.device->divide(data, count, response.dtype, run.place.size);
 }
 
 Status Executor::allreduce(Run& run, WorkPtr* work) {
@@ -79,7 +79,7 @@ Status Executor::allreduce(Run& run, WorkPtr* work) {
   span(run.entries, unit, "MEMCPY_IN_FUSION_BUFFER", start);
 
   start = Clock::now();
-  *work = run.backend->allreduce(buffer, buffer, total, dtype, backend_op(first.reduce_op), result_factor(first));
+  *work = run.backend->allreduce(buffer, buffer, total, dtype, backend_op(first.reduce_op), result_factor(run, first));
   span(run.entries, unit, "ALLREDUCE", start, "\"fused_tensors\": " + std::to_string(unit.size()));
 
   start = Clock::now();
@@ -135,7 +135,7 @@ Status Executor::allreduce_in_place(Run& run, int64_t total, WorkPtr* work) {
   CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
   if (staged) pieces_.assign(1, AllreducePiece{buffer, buffer, total});
   const auto start = Clock::now();
-  *work = run.backend->allreduce_pieces(pieces_, dtype, backend_op(first.reduce_op), result_factor(first));
+  *work = run.backend->allreduce_pieces(pieces_, dtype, backend_op(first.reduce_op), result_factor(run, first));
   span(run.entries, unit, "ALLREDUCE", start, "\"fused_tensors\": " + std::to_string(unit.size()));
   if (!staged) return Status::OK();
   copies_.clear();
@@ -156,7 +156,7 @@ Status Executor::allreduce_one(Run& run, WorkPtr* work) {
   // Every rank must ask for the same scaling, a joined one too: on shared
   // memory each rank scales the share it owns.
   const ReduceOp op = backend_op(response.reduce_op);
-  const double factor = result_factor(response);
+  const double factor = result_factor(run, response);
   if (entry == nullptr) {  // joined: contribute zeros and drop the result
     void* zeros = nullptr;
     CHORUS_RETURN_IF_ERROR(fusion_buffer(run, bytes_of(n, dtype), &zeros));
@@ -179,8 +179,8 @@ Status Executor::allreduce_one(Run& run, WorkPtr* work) {
 Status Executor::reducescatter(Run& run, WorkPtr* work) {
   const ExecutionUnit& unit = run.unit;
   Entries& entries = run.entries;
-  const int size = topology_.size;
-  const int me = topology_.rank;
+  const int size = run.place.size;
+  const int me = run.place.rank;
   const DataType dtype = unit.front().dtype;
   for (const auto& entry : entries) {
     if (!entry) return Status::Internal("reducescatter response without a local entry");
@@ -226,7 +226,7 @@ Status Executor::reducescatter(Run& run, WorkPtr* work) {
 
   start = Clock::now();
   const ReduceOp op = backend_op(unit.front().reduce_op);
-  const double factor = result_factor(unit.front());
+  const double factor = result_factor(run, unit.front());
   if (fused) {
     *work = run.backend->reducescatter(buffer, buffer, recv_counts, dtype, op, factor);
   } else {

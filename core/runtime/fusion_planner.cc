@@ -11,7 +11,8 @@ bool fusable_type(Response::Type type) {
 // of them may be pulled ahead of it (work after a shutdown must fail, not
 // run; a join changes who contributes data).
 bool is_fence(Response::Type type) {
-  return type == Response::Type::kShutdown || type == Response::Type::kJoin;
+  return type == Response::Type::kShutdown || type == Response::Type::kJoin ||
+         type == Response::Type::kAddProcessSet || type == Response::Type::kRemoveProcessSet;
 }
 
 int64_t response_bytes(const Response& r) {
@@ -23,7 +24,9 @@ int64_t response_bytes(const Response& r) {
 bool fusable(const Response& a, const Response& b) {
   // Scale factors compare exactly: every rank got them from the same
   // serialized response, so equal means bit-identical.
-  return fusable_type(a.type) && a.type == b.type && a.dtype == b.dtype && a.device == b.device &&
+  // A unit runs on one set's backends, among its members only.
+  return fusable_type(a.type) && a.type == b.type && a.process_set == b.process_set && a.dtype == b.dtype &&
+         a.device == b.device &&
          a.reduce_op == b.reduce_op && a.prescale == b.prescale && a.postscale == b.postscale;
 }
 

@@ -1,7 +1,7 @@
 // Fusion planning: groups the cycle's ordered responses into execution units.
-// Compatible allreduces (same dtype, device, reduce op and scale factors), and
-// likewise compatible reducescatters, are packed into one unit while their
-// total size stays within the fusion threshold. The plan depends only on the
+// Compatible allreduces (same process set, dtype, device, reduce op and scale
+// factors), and likewise compatible reducescatters, are packed into one unit
+// while their total size stays within the fusion threshold. The plan depends only on the
 // response list, so every rank computes the same one.
 #pragma once
 

@@ -116,6 +116,16 @@ std::vector<int64_t> HandleState::received_splits() const {
   return received_splits_;
 }
 
+void HandleState::set_process_set_id(int32_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  process_set_id_ = id;
+}
+
+int32_t HandleState::process_set_id() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return process_set_id_;
+}
+
 int HandleState::last_joined_rank() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return last_joined_rank_;

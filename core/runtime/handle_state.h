@@ -76,6 +76,8 @@ class HandleState {
   void set_output(const Tensor& output, std::shared_ptr<void> storage);
   void set_received_splits(std::vector<int64_t> splits);
   void set_last_joined_rank(int rank);
+  // add_process_set: the id every rank gave the new set.
+  void set_process_set_id(int32_t id);
 
   // Blocks until every member's work is on its device, or the handle is
   // done; then the event that fires once that work has finished (done from
@@ -89,6 +91,7 @@ class HandleState {
   Tensor output() const;
   std::vector<int64_t> received_splits() const;
   int last_joined_rank() const;
+  int32_t process_set_id() const;
 
  private:
   // Blocks on done_cv_ (mutex_ held by `lock`) until done or `deadline`,
@@ -115,6 +118,7 @@ class HandleState {
   std::shared_ptr<void> output_storage_;
   std::vector<int64_t> received_splits_;
   int last_joined_rank_ = -1;
+  int32_t process_set_id_ = -1;
 };
 
 }  // namespace detail

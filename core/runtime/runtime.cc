@@ -66,11 +66,22 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
       p2p_progress_(std::make_shared<PointToPointProgress>(comm_->point_to_point())),
       blocked_waiters_(blocked_waiters),
       tuning_knobs_(config_.autotune ? tuning_knobs() : std::vector<TuningKnob>{}),
+      process_sets_(comm_->topology().size),
       queue_(comm_->topology().rank, comm_->trigger()->wake_signal()),
       controller_(comm_->controller_transport(), config_,
                   config_.autotune ? TuningMessage::words(tuning_knobs_.size()) : 0),
-      executor_(comm_->topology(), &comm_->backends(), &timeline_,
-                [this] { comm_->trigger()->wake_signal()->notify(); }) {}
+      executor_(
+          [this](int32_t set, SetPlace* out) {
+            if (set == 0) {
+              *out = SetPlace{&comm_->backends(), topology().rank, topology().size, nullptr};
+              return true;
+            }
+            const ProcessSetComm* members = comm_->process_set(set);
+            if (members == nullptr) return false;
+            *out = SetPlace{&members->backends(), members->rank(), members->size(), &members->ranks()};
+            return true;
+          },
+          &timeline_, [this] { comm_->trigger()->wake_signal()->notify(); }) {}
 
 // In the log's column order; a new knob is one more entry (standard_knobs.h
 // describes these three).
@@ -187,8 +198,23 @@ Status Runtime::run_cycle(bool* stop) {
     shutdown = *first_shutdown;
     responses.erase(std::remove_if(responses.begin(), responses.end(), is_shutdown), responses.end());
   }
+  // Every rank receives every set's responses; it runs those of its own
+  // sets (and errors, which fail whatever it holds under their names).
+  responses.erase(std::remove_if(responses.begin(), responses.end(),
+                                 [this](const Response& r) { return !runs_here(r); }),
+                  responses.end());
   for (const ExecutionUnit& unit : plan_fusion(std::move(responses), fusion_threshold_bytes_)) {
-    CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
+    switch (unit.front().type) {
+      case Response::Type::kAddProcessSet:
+        CHORUS_RETURN_IF_ERROR(add_process_set(unit.front()));
+        break;
+      case Response::Type::kRemoveProcessSet:
+        remove_process_set(unit.front());
+        break;
+      default:
+        CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
+        break;
+    }
   }
   if (autotuner_) autotuner_->observe(observed, std::chrono::steady_clock::now());
   if (shutdown) {
@@ -196,6 +222,49 @@ Status Runtime::run_cycle(bool* stop) {
     *stop = true;
   }
   return Status::OK();
+}
+
+bool Runtime::runs_here(const Response& response) const {
+  if (response.process_set == 0 || response.type == Response::Type::kError) return true;
+  // Sets are added and removed only by responses that fusion keeps in
+  // order (fences), and no response of a set precedes its add: membership
+  // as of now is membership at this response's point of the order.
+  return comm_->process_set(response.process_set) != nullptr;
+}
+
+Status Runtime::add_process_set(const Response& added) {
+  const std::vector<int> ranks(added.set_ranks.begin(), added.set_ranks.end());
+  // Collective over the job, here on every rank: a failure leaves ranks
+  // disagreeing on the set's backends, so the runtime stops.
+  const Status created = comm_->add_process_set(added.set_id, ranks);
+  if (!created.ok()) {
+    return Status(created.code(), "could not set up process set " + std::to_string(added.set_id) + " " +
+                                      ProcessSetTable::describe(ranks) + ": " + created.message());
+  }
+  process_sets_.add(added.set_id, ranks);
+  CHORUS_LOG(kDebug, "process set " << added.set_id << " " << ProcessSetTable::describe(ranks) << " added");
+  if (std::optional<TensorEntry> entry = queue_.take(added.name)) {
+    entry->handle->set_process_set_id(added.set_id);
+    entry->handle->complete_member(Status::OK());
+  }
+  return Status::OK();
+}
+
+void Runtime::remove_process_set(const Response& removed) {
+  const int32_t id = removed.set_id;
+  std::vector<int> ranks;
+  (void)process_sets_.ranks(id, &ranks);
+  // Out of the table first: a submission that checked the set before this
+  // and is enqueued after the entries below were taken fails in the
+  // coordinator instead (the set is unknown there).
+  process_sets_.remove(id);
+  for (TensorEntry& entry : queue_.take_set(id)) {
+    entry.handle->complete_member(Status::Aborted(
+        "process set " + std::to_string(id) + " " + ProcessSetTable::describe(ranks) + " was removed while " +
+        op_type_name(entry.request.op) + " '" + entry.request.name + "' was in flight"));
+  }
+  comm_->remove_process_set(id);
+  if (std::optional<TensorEntry> entry = queue_.take(removed.name)) entry->handle->complete_member(Status::OK());
 }
 
 void Runtime::stop_for(const Response& shutdown) {

@@ -22,6 +22,7 @@
 #include "runtime/executor.h"
 #include "runtime/handle_state.h"
 #include "ops/communication.h"
+#include "runtime/process_set_table.h"
 #include "runtime/tensor_queue.h"
 #include "runtime/timeline.h"
 
@@ -63,6 +64,13 @@ class Runtime {
   // Every rank calls barrier() the same number of times, so a counter names
   // the same barrier on every rank.
   std::string next_barrier_name() { return "chorus.barrier." + std::to_string(barrier_count_++); }
+  // The process sets that exist on this rank (the background thread updates
+  // it as it processes add and remove responses).
+  ProcessSetTable& process_sets() { return process_sets_; }
+  // Every rank adds and removes sets in the same order (they are collective
+  // over the job), so counters name the same request on every rank.
+  std::string next_add_set_name() { return "chorus.process_set.add." + std::to_string(add_set_count_++); }
+  std::string next_remove_set_name() { return "chorus.process_set.remove." + std::to_string(remove_set_count_++); }
   // The state of a new handle for `op` with `members` members, counted in
   // the blocked waiters while a thread is blocked waiting on it.
   std::shared_ptr<detail::HandleState> new_handle(const std::string& name, OpType op, int members = 1) const {
@@ -78,6 +86,15 @@ class Runtime {
   Status run_cycle(bool* stop);
   bool has_local_work() const;
   void stop_for(const Response& shutdown);
+  // Every rank, at the same point of the response order: creates the set's
+  // backends (collective over the job) and completes the add's handle.
+  Status add_process_set(const Response& added);
+  // Fails the set's entries still in flight here, releases its backends and
+  // completes the remove's handle.
+  void remove_process_set(const Response& removed);
+  // Whether this rank runs `response`: not when it belongs to a process set
+  // this rank is not a member of.
+  bool runs_here(const Response& response) const;
   void fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for);
   // Fails the point-to-point transfers in flight, each with why(it).
   void close_point_to_point(const PointToPoint::ErrorFor& why);
@@ -94,6 +111,7 @@ class Runtime {
   // CHORUS_AUTOTUNE=1 only. Their number sizes the controller's coordinator
   // words (TuningMessage::words), hence before controller_.
   const std::vector<TuningKnob> tuning_knobs_;
+  ProcessSetTable process_sets_;
   TensorQueue queue_;
   Controller controller_;
   Timeline timeline_;
@@ -105,6 +123,8 @@ class Runtime {
   // written by the background thread, read by shutdown() after joining it.
   std::string peers_lost_;
   std::atomic<uint64_t> barrier_count_{0};
+  std::atomic<uint64_t> add_set_count_{0};
+  std::atomic<uint64_t> remove_set_count_{0};
   std::thread thread_;
 };
 

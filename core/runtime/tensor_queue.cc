@@ -4,6 +4,18 @@
 #include <unordered_set>
 
 namespace chorus {
+namespace {
+
+// The in-flight key of a request or response: its name on the global set
+// (no copy), else tensor_key() built in `scratch`.
+template <typename Message>
+const std::string& key_of(const Message& m, std::string* scratch) {
+  if (m.process_set == 0) return m.name;
+  *scratch = tensor_key(m.process_set, m.name);
+  return *scratch;
+}
+
+}  // namespace
 
 // Only the add that makes the new list non-empty wakes the background
 // thread: it checks for new work after every wake-up before it sleeps again,
@@ -14,13 +26,14 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_.ok()) return closed_;
     std::unordered_set<std::string> names;
+    std::string scratch;
     for (const auto& entry : entries) {
-      const std::string& name = entry.request.name;
-      const bool repeated = entries.size() > 1 && !names.insert(name).second;
-      if (repeated || in_flight_.count(name)) return already_in_flight(name);
+      const std::string& key = key_of(entry.request, &scratch);
+      const bool repeated = entries.size() > 1 && !names.insert(key).second;
+      if (repeated || in_flight_.count(key)) return already_in_flight(entry.request);
     }
     wake = new_entries_.empty();
-    for (auto& entry : entries) hold(insert(entry.request.name), std::move(entry));
+    for (auto& entry : entries) hold(insert(key_of(entry.request, &scratch)), std::move(entry));
   }
   if (wake) wake_->notify();
   return Status::OK();
@@ -31,8 +44,9 @@ Status TensorQueue::add(TensorEntry&& entry) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_.ok()) return closed_;
-    Held* held = insert(entry.request.name);
-    if (held == nullptr) return already_in_flight(entry.request.name);
+    std::string scratch;
+    Held* held = insert(key_of(entry.request, &scratch));
+    if (held == nullptr) return already_in_flight(entry.request);
     wake = new_entries_.empty();
     hold(held, std::move(entry));
   }
@@ -40,9 +54,10 @@ Status TensorQueue::add(TensorEntry&& entry) {
   return Status::OK();
 }
 
-Status TensorQueue::already_in_flight(const std::string& name) const {
-  return Status::InvalidArgument("A collective named '" + name + "' is already in flight on rank " +
-                                 std::to_string(rank_));
+Status TensorQueue::already_in_flight(const Request& request) const {
+  const std::string where = request.process_set == 0 ? "" : " in process set " + std::to_string(request.process_set);
+  return Status::InvalidArgument("A collective named '" + request.name + "' is already in flight" + where +
+                                 " on rank " + std::to_string(rank_));
 }
 
 TensorQueue::Held* TensorQueue::insert(const std::string& name) {
@@ -96,9 +111,9 @@ TensorEntry TensorQueue::remove(InFlight::iterator it) {
   return entry;
 }
 
-std::optional<TensorEntry> TensorQueue::take(const std::string& name) {
+std::optional<TensorEntry> TensorQueue::take(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = in_flight_.find(name);
+  auto it = in_flight_.find(key);
   if (it == in_flight_.end()) return std::nullopt;
   return remove(it);
 }
@@ -112,14 +127,27 @@ std::vector<std::optional<TensorEntry>> TensorQueue::take_all_of(const std::vect
   std::vector<std::optional<TensorEntry>> out;
   out.reserve(responses.size());
   std::lock_guard<std::mutex> lock(mutex_);
+  std::string scratch;
   for (const Response& response : responses) {
-    auto it = in_flight_.find(response.name);
+    auto it = in_flight_.find(key_of(response, &scratch));
     if (it == in_flight_.end()) {
       out.emplace_back();
       continue;
     }
     out.emplace_back(remove(it));
   }
+  return out;
+}
+
+std::vector<TensorEntry> TensorQueue::take_set(int32_t process_set) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<InFlight::iterator> of_set;
+  for (auto it = in_flight_.begin(); it != in_flight_.end(); ++it) {
+    if (it->second.entry.request.process_set == process_set) of_set.push_back(it);
+  }
+  std::vector<TensorEntry> out;
+  out.reserve(of_set.size());
+  for (InFlight::iterator it : of_set) out.push_back(remove(it));
   return out;
 }
 

@@ -2,7 +2,7 @@
 // thread. Framework threads add entries (never blocking on the network); the
 // background thread takes the new requests each cycle and later takes each
 // entry out when its response runs. Names are unique among entries in
-// flight on this rank.
+// flight on this rank within their process set.
 #pragma once
 
 #include <atomic>
@@ -35,11 +35,14 @@ class TensorQueue {
   bool holds_any() const { return held_count_.load(std::memory_order_acquire) > 0; }
   // The requests added since the last call, in the order they were added.
   std::vector<Request> take_new_requests();
-  // Removes the entry for `name`; nullopt when this rank has none (a
-  // joined rank contributing zeros).
-  std::optional<TensorEntry> take(const std::string& name);
-  // take() for each name, under one lock.
+  // Removes the entry for `key` (tensor_key(): names are unique within
+  // their process set); nullopt when this rank has none (a joined rank
+  // contributing zeros).
+  std::optional<TensorEntry> take(const std::string& key);
+  // take() for each response's tensor, under one lock.
   std::vector<std::optional<TensorEntry>> take_all_of(const std::vector<Response>& responses);
+  // Removes every entry of a process set (the set is being removed).
+  std::vector<TensorEntry> take_set(int32_t process_set);
   // Refuses further adds with `reason` and returns every entry still held.
   std::vector<TensorEntry> close(const Status& reason);
   // OK while open, else the reason it was closed.
@@ -61,7 +64,7 @@ class TensorQueue {
   // Under the lock, with the name's node inserted: the entry is in flight
   // and new.
   void hold(Held* held, TensorEntry&& entry);
-  Status already_in_flight(const std::string& name) const;
+  Status already_in_flight(const Request& request) const;
   // Removes a held entry; one whose request was not taken yet also leaves
   // new_entries_ (rare: the executor only takes negotiated names).
   TensorEntry remove(InFlight::iterator it);

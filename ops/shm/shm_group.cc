@@ -36,7 +36,7 @@ size_t round_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 }  // namespace
 
 Status ShmGroup::create(SetupChannel& channel, size_t data_bytes, std::chrono::milliseconds timeout,
-                        std::unique_ptr<ShmGroup>* out) {
+                        std::unique_ptr<ShmGroup>* out, const std::string& name_tag) {
   std::unique_ptr<ShmGroup> group(new ShmGroup());
   group->rank_ = channel.rank();
   group->size_ = channel.size();
@@ -48,7 +48,7 @@ Status ShmGroup::create(SetupChannel& channel, size_t data_bytes, std::chrono::m
   Status mine;
   if (rank == 0) {
     remove_stale_segments();
-    const std::string name = make_segment_name();
+    const std::string name = make_segment_name(name_tag);
     mine = ShmSegment::create(name, total, &group->segment_);
     if (mine.ok()) {
       std::random_device device;

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "chorus/status.h"
 #include "ops/setup_channel.h"
@@ -32,8 +33,9 @@ class ShmGroup {
  public:
   // `data_bytes`: the data area's size. `timeout`: how long a wait for a
   // live peer may take before it is an error (see ShmSignals).
+  // `name_tag`: ends the segment's name (make_segment_name()).
   static Status create(SetupChannel& channel, size_t data_bytes, std::chrono::milliseconds timeout,
-                       std::unique_ptr<ShmGroup>* out);
+                       std::unique_ptr<ShmGroup>* out, const std::string& name_tag = "");
 
   int rank() const { return rank_; }
   int size() const { return size_; }

@@ -81,12 +81,13 @@ Status ShmSegment::unlink(const std::string& name) {
 
 ShmSegment::~ShmSegment() { munmap(data_, size_); }
 
-std::string make_segment_name() {
+std::string make_segment_name(const std::string& tag) {
   std::random_device device;
   const uint64_t random = (static_cast<uint64_t>(device()) << 32) ^ device();
   char suffix[17];
   std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(random));
-  return "/" + std::string(kShmSegmentPrefix) + std::to_string(getpid()) + "." + suffix;
+  return "/" + std::string(kShmSegmentPrefix) + std::to_string(getpid()) + "." + suffix +
+         (tag.empty() ? "" : "." + tag);
 }
 
 int remove_stale_segments(const std::string& directory) {

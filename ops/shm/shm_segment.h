@@ -46,9 +46,10 @@ class ShmSegment {
 // The prefix of every segment name Chorus creates (in /dev/shm without the
 // leading slash).
 constexpr const char* kShmSegmentPrefix = "chorus-shm.";
-// "/chorus-shm.<pid>.<16 random hex digits>": the pid tells
-// remove_stale_segments() whether the creator still runs.
-std::string make_segment_name();
+// "/chorus-shm.<pid>.<16 random hex digits>[.<tag>]": the pid tells
+// remove_stale_segments() whether the creator still runs; the tag (e.g.
+// "set3" for a process set's group) says in /dev/shm whose it is.
+std::string make_segment_name(const std::string& tag = "");
 // Unlinks every Chorus segment name in `directory` whose creator process no
 // longer exists; returns how many it removed.
 int remove_stale_segments(const std::string& directory = "/dev/shm");

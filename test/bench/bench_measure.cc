@@ -196,6 +196,32 @@ std::vector<AllreduceRow> Bench::allreduce_sweep() {
   return rows;
 }
 
+std::vector<ProcessSetRow> Bench::process_set_sweep(const chorus::ProcessSet& set,
+                                                    const std::vector<int>& members) {
+  const bool member = std::find(members.begin(), members.end(), rank_) != members.end();
+  chorus::AllreduceOptions on_set = sum_;
+  on_set.process_set = set;
+  std::vector<ProcessSetRow> rows;
+  for (size_t s = 0; s < sweep_buffers_.size(); ++s) {
+    std::vector<float>& buffer = sweep_buffers_[s];
+    const chorus::Tensor& tensor = sweep_tensors_[s];
+    const std::string& name = sweep_names_[s];  // the same name in both sets
+    const std::vector<Stats> stats = alternate(
+        options_.warmup, options_.repeats,
+        {[&] { chorus::allreduce_async(name, tensor, sum_).wait(); },
+         [&] {
+           if (member) chorus::allreduce_async(name, tensor, on_set).wait();
+         }},
+        [&](size_t) { std::fill(buffer.begin(), buffer.end(), 0.0f); });
+    ProcessSetRow row;
+    row.bytes = options_.sizes[s];
+    row.world = stats[0];
+    row.set = stats[1];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 SmallStepResult Bench::small_tensors_step() {
   SmallStepResult result;
   const size_t count = result.bytes_each / sizeof(float);

@@ -29,6 +29,14 @@ struct AllreduceRow {
   Stats memcpy_warm;
 };
 
+// The sweep on a process set: the world's allreduce and the set's (its
+// members only; the others wait at the round's barrier), alternating.
+struct ProcessSetRow {
+  size_t bytes = 0;
+  Stats world;
+  Stats set;
+};
+
 struct SmallStepResult {
   int tensors = 200;
   size_t bytes_each = 4096;
@@ -70,6 +78,8 @@ class Bench {
   bool prepare(std::string* error);
 
   std::vector<AllreduceRow> allreduce_sweep();
+  // Collective over every rank: `set` (of `members`) exists on all.
+  std::vector<ProcessSetRow> process_set_sweep(const chorus::ProcessSet& set, const std::vector<int>& members);
   SmallStepResult small_tensors_step();
   LatencyResult latency();
   IdleResult idle_cpu();

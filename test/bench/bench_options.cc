@@ -69,7 +69,10 @@ ParseResult parse_options(int argc, char** argv, Options* options, std::string* 
        "length of the idle-CPU window in seconds (0..600; 0 skips it)")
       ("json", po::value<std::string>(&options->json_path), "also write every figure as JSON to PATH")
       ("skip-large", po::bool_switch(&options->skip_large),
-       "leave out the sizes above 16 MiB");
+       "leave out the sizes above 16 MiB")
+      ("process-set", po::value<std::string>(&options->process_set),
+       "also run the allreduce sweep on a process set, beside the world's at each size: 'half' "
+       "(the first size/2 ranks) or a comma-separated rank list (e.g. 0,2)");
   std::ostringstream help;
   help << desc;
   *usage = help.str();

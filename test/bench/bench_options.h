@@ -19,6 +19,9 @@ struct Options {
   double idle_seconds = 2.0;  // length of the idle-CPU window; 0 skips it
   std::string json_path;      // empty: no JSON
   bool skip_large = false;    // drop sizes above kLargeBytes
+  // --process-set: also sweep the sizes on a process set, next to the world:
+  // "half" (the first size/2 ranks) or a comma-separated rank list; empty: no.
+  std::string process_set;
 };
 
 // Sizes above this are "large" (--skip-large leaves them out).

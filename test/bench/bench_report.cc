@@ -87,6 +87,24 @@ void print_allreduce(const std::vector<AllreduceRow>& rows, int ranks) {
   std::fflush(stdout);
 }
 
+void print_process_set(const std::vector<ProcessSetRow>& rows, int ranks, const std::vector<int>& members) {
+  std::string list;
+  for (int r : members) list += (list.empty() ? "" : ",") + std::to_string(r);
+  const int n = static_cast<int>(members.size());
+  std::printf("\nallreduce float32 sum on process set [%s] (%d ranks) beside the world (%d ranks), same sizes,\n"
+              "alternating; busbw = bytes/time x 2(n-1)/n with each one's own n\n", list.c_str(), n, ranks);
+  std::printf("%9s  %22s  %22s  %13s  %13s  %9s\n", "size", "world time", "set time", "world busbw",
+              "set busbw", "set/world");
+  for (const ProcessSetRow& row : rows) {
+    const double world = busbw(row.bytes, row.world.median, ranks);
+    const double set = busbw(row.bytes, row.set.median, n);
+    std::printf("%9s  %22s  %22s  %13s  %13s  %9s\n", format_size(row.bytes).c_str(), median_min(row.world).c_str(),
+                median_min(row.set).c_str(), format_bandwidth(world).c_str(), format_bandwidth(set).c_str(),
+                times_ratio(ratio(set, world)).c_str());
+  }
+  std::fflush(stdout);
+}
+
 void print_small_step(const SmallStepResult& small) {
   std::printf("\n%d tensors of %s per step, float32 sum\n", small.tensors,
               format_size(small.bytes_each).c_str());
@@ -170,8 +188,23 @@ bool write_json(const Results& r, const std::string& path, std::string* error) {
       << ", \"chorus_busbw_of_memcpy\": "
       << json_number(ratio(busbw(row.bytes, row.chorus.median, n), algbw(row.bytes, row.memcpy.median))) << "}";
   }
+  o << "\n  ],\n";
+  if (!r.process_set_ranks.empty()) {
+    const int m = static_cast<int>(r.process_set_ranks.size());
+    o << "  \"process_set\": {\"ranks\": [";
+    for (size_t i = 0; i < r.process_set_ranks.size(); ++i) o << (i ? ", " : "") << r.process_set_ranks[i];
+    o << "], \"allreduce\": [";
+    for (size_t i = 0; i < r.process_set.size(); ++i) {
+      const ProcessSetRow& row = r.process_set[i];
+      o << (i ? "," : "") << "\n    {\"bytes\": " << row.bytes << ", \"world\": " << json_stats(row.world)
+        << ", \"set\": " << json_stats(row.set)
+        << ", \"world_busbw_Bps\": " << json_number(busbw(row.bytes, row.world.median, n))
+        << ", \"set_busbw_Bps\": " << json_number(busbw(row.bytes, row.set.median, m)) << "}";
+    }
+    o << "\n  ]},\n";
+  }
   const SmallStepResult& s = r.small;
-  o << "\n  ],\n  \"small_tensors\": {\"tensors\": " << s.tensors << ", \"bytes_each\": " << s.bytes_each
+  o << "  \"small_tensors\": {\"tensors\": " << s.tensors << ", \"bytes_each\": " << s.bytes_each
     << ", \"chorus\": " << json_stats(s.chorus) << ", \"mpi_separate\": " << json_stats(s.mpi_separate)
     << ", \"mpi_fused_with_copies\": " << json_stats(s.mpi_fused)
     << ", \"ratio_separate\": " << json_number(ratio(s.mpi_separate.median, s.chorus.median))

@@ -24,6 +24,8 @@ struct Results {
   RunInfo info;
   Options options;
   std::vector<AllreduceRow> allreduce;
+  std::vector<int> process_set_ranks;  // --process-set: its members (empty: not run)
+  std::vector<ProcessSetRow> process_set;
   SmallStepResult small;
   LatencyResult latency;
   IdleResult idle;
@@ -31,6 +33,8 @@ struct Results {
 
 void print_header(const RunInfo& info, const Options& options);
 void print_allreduce(const std::vector<AllreduceRow>& rows, int ranks);
+// busbw of each with its own number of ranks.
+void print_process_set(const std::vector<ProcessSetRow>& rows, int ranks, const std::vector<int>& members);
 void print_small_step(const SmallStepResult& small);
 void print_latency(const LatencyResult& latency);
 void print_idle(const IdleResult& idle);

@@ -2,6 +2,8 @@
 // the same buffers, alternating the two. Run it under mpirun (see
 // test/bench/run_bench.sh and the README). It measures:
 //   a. allreduce float32 sum of each --sizes size: time, busbw, ratio;
+//      with --process-set, the same sizes on a process set beside the
+//      world's, busbw of each;
 //   b. a step of 200 allreduces of 4 KiB: Chorus (all submitted, then all
 //      waited) vs 200 MPI_Allreduce calls vs one MPI_Allreduce of the packed
 //      800 KiB (pack and unpack copies included);
@@ -14,9 +16,13 @@
 // that also makes its own MPI calls would.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "bench_measure.h"
 #include "bench_options.h"
@@ -47,6 +53,37 @@ RunInfo run_info(int ranks) {
   info.mpi_library = mpi_library_version();
   info.chorus_env = chorus_environment();
   return info;
+}
+
+// --process-set's members: "half" is the first ranks / 2 ranks.
+bool process_set_members(const std::string& spec, int ranks, std::vector<int>* out, std::string* error) {
+  out->clear();
+  if (spec == "half") {
+    if (ranks < 2) {
+      *error = "'half' needs at least 2 ranks, this job has " + std::to_string(ranks);
+      return false;
+    }
+    for (int r = 0; r < ranks / 2; ++r) out->push_back(r);
+    return true;
+  }
+  std::stringstream stream(spec);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    char* end = nullptr;
+    const long r = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || r < 0 || r >= ranks) {
+      *error = "'" + item + "' is not a rank of this job; expected 'half' or ranks in [0, " +
+               std::to_string(ranks) + ") separated by commas";
+      return false;
+    }
+    out->push_back(static_cast<int>(r));
+  }
+  std::sort(out->begin(), out->end());
+  if (out->empty() || std::adjacent_find(out->begin(), out->end()) != out->end()) {
+    *error = "'" + spec + "': expected distinct ranks, at least one";
+    return false;
+  }
+  return true;
 }
 
 // Every rank runs every measurement; rank 0 reports. Returns the exit code.
@@ -95,6 +132,16 @@ int run(MPI_Comm comm, const Options& options) {
   }
   results.allreduce = bench.allreduce_sweep();
   if (report) print_allreduce(results.allreduce, ranks);
+  if (!options.process_set.empty()) {
+    if (!process_set_members(options.process_set, ranks, &results.process_set_ranks, &error)) {
+      if (report) std::fprintf(stderr, "chorus_bench: --process-set: %s\n", error.c_str());
+      return 2;
+    }
+    const chorus::ProcessSet set = chorus::add_process_set(results.process_set_ranks);
+    results.process_set = bench.process_set_sweep(set, results.process_set_ranks);
+    if (report) print_process_set(results.process_set, ranks, results.process_set_ranks);
+    chorus::remove_process_set(set);
+  }
   results.small = bench.small_tensors_step();
   if (report) print_small_step(results.small);
   results.latency = bench.latency();

@@ -69,6 +69,10 @@ void check_options(const DistributedOptimizerOptions& options) {
   if (options.name_prefix.empty()) {
     throw Error(invalid("name_prefix is empty; expected a non-empty prefix for collective names"));
   }
+  if (!options.process_set.is_global() && process_set_rank(options.process_set) < 0) {
+    throw Error(invalid("rank " + std::to_string(chorus::rank()) + " is not in process set " +
+                        std::to_string(options.process_set.id) + "; expected a set this rank is a member of"));
+  }
 }
 
 // The parameters the optimizer updates, named. Parameters that do not

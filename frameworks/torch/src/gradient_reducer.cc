@@ -33,6 +33,7 @@ GradientReducer::GradientReducer(std::vector<ReducedParameter> parameters,
       backward_passes_per_step_(options.backward_passes_per_step),
       gradient_predivide_factor_(options.gradient_predivide_factor),
       op_(options.op),
+      process_set_(options.process_set),
       passes_(parameters_.size(), 0),
       submitted_(parameters_.size(), false),
       wire_buffers_(parameters_.size()) {}
@@ -108,12 +109,14 @@ Status GradientReducer::submit_locked(size_t index) {
 
     AllreduceOptions options;
     options.op = op_;
+    options.process_set = process_set_;
     if (op_ == ReduceOp::kAverage && gradient_predivide_factor_ != 1.0) {
       // Horovod's split of the average: divide by f before the sum (keeps
       // 16-bit sums in range) and by size / f after it.
       options.op = ReduceOp::kSum;
       options.prescale_factor = 1.0 / gradient_predivide_factor_;
-      options.postscale_factor = gradient_predivide_factor_ / static_cast<double>(chorus::size());
+      options.postscale_factor =
+          gradient_predivide_factor_ / static_cast<double>(chorus::process_set_size(process_set_));
     }
     Handle handle =
         allreduce_async(parameter.name, detail::view_of(wire, parameter.name), options);

@@ -77,6 +77,7 @@ class GradientReducer {
   const int backward_passes_per_step_;
   const double gradient_predivide_factor_;
   const ReduceOp op_;
+  const ProcessSet process_set_;
 
   mutable std::mutex mutex_;
   std::vector<int> passes_;                     // backward passes seen this step

@@ -126,7 +126,7 @@ void check_parameter_devices(const ::torch::optim::Optimizer& optimizer) {
 
 }  // namespace
 
-void broadcast_parameters(const ::torch::nn::Module& module, int root_rank) {
+void broadcast_parameters(const ::torch::nn::Module& module, int root_rank, const ProcessSet& process_set) {
   ::torch::OrderedDict<std::string, ::torch::Tensor> tensors;
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
     tensors.insert("parameter." + item.key(), item.value());
@@ -134,11 +134,11 @@ void broadcast_parameters(const ::torch::nn::Module& module, int root_rank) {
   for (const auto& item : module.named_buffers(/*recurse=*/true)) {
     tensors.insert("buffer." + item.key(), item.value());
   }
-  broadcast_parameters(tensors, root_rank);
+  broadcast_parameters(tensors, root_rank, process_set);
 }
 
 void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tensor>& tensors,
-                          int root_rank) {
+                          int root_rank, const ProcessSet& process_set) {
   ::torch::NoGradGuard no_grad;
   std::vector<std::string> names;
   // Check every tensor before submitting any: a rank that stopped halfway
@@ -153,7 +153,7 @@ void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tenso
   for (const auto& item : tensors) {
     const std::string& name = names[i++];
     if (!item.value().defined()) continue;
-    handles.push_back(broadcast_async_(item.value(), root_rank, name));
+    handles.push_back(broadcast_async_(item.value(), root_rank, name, process_set));
   }
   // Wait for all (their memory is in use until done), then report the first
   // failure.
@@ -172,14 +172,15 @@ void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tenso
   if (first_code != StatusCode::kOk) throw Error(Status(first_code, first_error));
 }
 
-void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_rank) {
+void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_rank,
+                               const ProcessSet& process_set) {
   // Asked once, before the collective: loading needs no runtime, which root
   // may already be shutting down.
   const int rank = chorus::rank();
   const bool is_root = rank == root_rank;
   check_parameter_devices(optimizer);
   const std::string bytes = broadcast_bytes(is_root ? serialize_optimizer(optimizer) : std::string(),
-                                            root_rank, "broadcast_optimizer_state");
+                                            root_rank, "broadcast_optimizer_state", process_set);
   if (is_root) return;
   try {
     load_optimizer(optimizer, bytes, rank, root_rank);
@@ -199,27 +200,30 @@ double allreduce_metric(double value, const std::string& name, ReduceOp op) {
   return tensor.item<double>();
 }
 
-int64_t broadcast_scalar(int64_t value, int root_rank, const std::string& name) {
+int64_t broadcast_scalar(int64_t value, int root_rank, const std::string& name,
+                         const ProcessSet& process_set) {
   ::torch::Tensor tensor = ::torch::full({1}, value, ::torch::TensorOptions().dtype(::torch::kInt64));
-  broadcast_(tensor, root_rank, name);
+  broadcast_(tensor, root_rank, name, process_set);
   return tensor.item<int64_t>();
 }
 
-double broadcast_scalar(double value, int root_rank, const std::string& name) {
+double broadcast_scalar(double value, int root_rank, const std::string& name,
+                        const ProcessSet& process_set) {
   ::torch::Tensor tensor = scalar_tensor(value);
-  broadcast_(tensor, root_rank, name);
+  broadcast_(tensor, root_rank, name, process_set);
   return tensor.item<double>();
 }
 
-std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name) {
+std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name,
+                            const ProcessSet& process_set) {
   const bool is_root = chorus::rank() == root_rank;
   // Only root knows the length: it goes first, so every rank can allocate.
   const int64_t length = broadcast_scalar(is_root ? static_cast<int64_t>(bytes.size()) : int64_t{0},
-                                          root_rank, name + ".length");
+                                          root_rank, name + ".length", process_set);
   if (length == 0) return std::string();
   ::torch::Tensor buffer = ::torch::empty({length}, ::torch::TensorOptions().dtype(::torch::kUInt8));
   if (is_root) std::memcpy(buffer.data_ptr(), bytes.data(), bytes.size());
-  broadcast_(buffer, root_rank, name + ".bytes");
+  broadcast_(buffer, root_rank, name + ".bytes", process_set);
   return std::string(static_cast<const char*>(buffer.data_ptr()), static_cast<size_t>(length));
 }
 

@@ -64,7 +64,7 @@ TorchHandle grouped_allreduce_impl(const std::vector<::torch::Tensor>& tensors,
 }
 
 TorchHandle broadcast_impl(const ::torch::Tensor& tensor, int root_rank, const std::string& name,
-                           bool in_place) {
+                           bool in_place, const ProcessSet& process_set) {
   auto op = new_op(name);
   if (in_place) {
     add_member(*op, tensor, name, true);
@@ -78,7 +78,7 @@ TorchHandle broadcast_impl(const ::torch::Tensor& tensor, int root_rank, const s
     op->outputs.push_back(buffer);
     op->copy_back.emplace_back();
   }
-  op->handle = chorus::broadcast_async(name, detail::view_of(op->outputs[0], name), root_rank);
+  op->handle = chorus::broadcast_async(name, detail::view_of(op->outputs[0], name), root_rank, process_set);
   return TorchHandle(std::move(op));
 }
 
@@ -136,46 +136,52 @@ void grouped_allreduce_(const std::vector<::torch::Tensor>& tensors, const std::
   grouped_allreduce_async_(tensors, name, options).wait();
 }
 
-TorchHandle allgather_async(const ::torch::Tensor& tensor, const std::string& name) {
+TorchHandle allgather_async(const ::torch::Tensor& tensor, const std::string& name,
+                            const ProcessSet& process_set) {
   auto op = allocating_op(tensor, name);
   op->handle = chorus::allgather_async(name, detail::view_of(op->inputs[0], name),
-                                       detail::torch_allocator(op->allocated));
+                                       detail::torch_allocator(op->allocated), process_set);
   return TorchHandle(std::move(op));
 }
 
-::torch::Tensor allgather(const ::torch::Tensor& tensor, const std::string& name) {
-  return allgather_async(tensor, name).wait();
+::torch::Tensor allgather(const ::torch::Tensor& tensor, const std::string& name,
+                          const ProcessSet& process_set) {
+  return allgather_async(tensor, name, process_set).wait();
 }
 
-TorchHandle broadcast_async(const ::torch::Tensor& tensor, int root_rank, const std::string& name) {
-  return broadcast_impl(tensor, root_rank, name, false);
+TorchHandle broadcast_async(const ::torch::Tensor& tensor, int root_rank, const std::string& name,
+                            const ProcessSet& process_set) {
+  return broadcast_impl(tensor, root_rank, name, false, process_set);
 }
 
 TorchHandle broadcast_async_(const ::torch::Tensor& tensor, int root_rank,
-                             const std::string& name) {
-  return broadcast_impl(tensor, root_rank, name, true);
+                             const std::string& name, const ProcessSet& process_set) {
+  return broadcast_impl(tensor, root_rank, name, true, process_set);
 }
 
-::torch::Tensor broadcast(const ::torch::Tensor& tensor, int root_rank, const std::string& name) {
-  return broadcast_async(tensor, root_rank, name).wait();
+::torch::Tensor broadcast(const ::torch::Tensor& tensor, int root_rank, const std::string& name,
+                          const ProcessSet& process_set) {
+  return broadcast_async(tensor, root_rank, name, process_set).wait();
 }
 
-void broadcast_(const ::torch::Tensor& tensor, int root_rank, const std::string& name) {
-  broadcast_async_(tensor, root_rank, name).wait();
+void broadcast_(const ::torch::Tensor& tensor, int root_rank, const std::string& name,
+                const ProcessSet& process_set) {
+  broadcast_async_(tensor, root_rank, name, process_set).wait();
 }
 
 TorchHandle alltoall_async(const ::torch::Tensor& tensor, const std::string& name,
-                           const std::vector<int64_t>& splits) {
+                           const std::vector<int64_t>& splits, const ProcessSet& process_set) {
   auto op = allocating_op(tensor, name);
   op->handle = chorus::alltoall_async(name, detail::view_of(op->inputs[0], name), splits,
-                                      detail::torch_allocator(op->allocated));
+                                      detail::torch_allocator(op->allocated), process_set);
   return TorchHandle(std::move(op));
 }
 
 std::pair<::torch::Tensor, ::torch::Tensor> alltoall(const ::torch::Tensor& tensor,
                                                      const std::string& name,
-                                                     const std::vector<int64_t>& splits) {
-  TorchHandle handle = alltoall_async(tensor, name, splits);
+                                                     const std::vector<int64_t>& splits,
+                                                     const ProcessSet& process_set) {
+  TorchHandle handle = alltoall_async(tensor, name, splits, process_set);
   ::torch::Tensor output = handle.wait();
   const std::vector<int64_t> received = handle.received_splits();
   ::torch::Tensor received_tensor =
@@ -184,16 +190,16 @@ std::pair<::torch::Tensor, ::torch::Tensor> alltoall(const ::torch::Tensor& tens
 }
 
 TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
-                                ReduceOp op) {
+                                ReduceOp op, const ProcessSet& process_set) {
   auto pending = allocating_op(tensor, name);
   pending->handle = chorus::reducescatter_async(name, detail::view_of(pending->inputs[0], name), op,
-                                                detail::torch_allocator(pending->allocated));
+                                                detail::torch_allocator(pending->allocated), process_set);
   return TorchHandle(std::move(pending));
 }
 
 ::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
-                              ReduceOp op) {
-  return reducescatter_async(tensor, name, op).wait();
+                              ReduceOp op, const ProcessSet& process_set) {
+  return reducescatter_async(tensor, name, op, process_set).wait();
 }
 
 }  // namespace torch

@@ -166,6 +166,29 @@ def small_step_section(run, pieces, png_rel):
     return lines + provenance(run, used, labels)
 
 
+def process_set_section(run, pieces):
+    """(b2) chorus_bench --process-set: the set's allreduce beside the world's; only runs that measured it."""
+    found = [p for p in pieces if p["kind"] == "chorus_bench" and p.get("data", {}).get("process_set")]
+    if not found:
+        return []
+    lines = ["## (b2) Allreduce on a process set beside the world's", "",
+             "`chorus_bench --process-set half`: the first half of the ranks form a process set; each size is "
+             "reduced over the world and over the set, alternating, in the same run (the other ranks wait at "
+             "the round's barrier while the set reduces). busbw uses each one's own number of ranks.", ""]
+    rows = []
+    for p in sorted(found, key=lambda p: (p["np"], p["config"])):
+        ps = p["data"]["process_set"]
+        ranks = ",".join(str(r) for r in ps["ranks"])
+        for row in ps["allreduce"]:
+            rows.append([str(p["np"]), p["config"], f"[{ranks}]", size_label(row["bytes"]),
+                         duration(row["world"]["median_s"]), duration(row["set"]["median_s"]),
+                         gbps(row["world_busbw_Bps"]), gbps(row["set_busbw_Bps"]),
+                         ratio(row["set_busbw_Bps"] / row["world_busbw_Bps"] if row["world_busbw_Bps"] else None)])
+    lines += table(["np", "configuration", "set", "size", "world time", "set time", "world busbw (GB/s)", "set busbw (GB/s)",
+                    "set vs world busbw"], rows)
+    return lines + provenance(run, found, [f"np={p['np']} {p['config']}" for p in found])
+
+
 MODEL_TITLES = {"ref": "reference MNIST MLP", "25m": "25M-parameter MLP"}
 
 
@@ -294,6 +317,7 @@ def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     lines = header_section(run, results_label)
     lines += allreduce_section(run, pieces, png_rel)
     lines += small_step_section(run, pieces, png_rel)
+    lines += process_set_section(run, pieces)
     lines += training_section(run, fig.find_piece(pieces, "training"), png_rel)
     lines += autotune_section(run, fig.find_piece(pieces, "autotune"), png_rel, autotune_plotted)
     lines += p2p_section(run, pieces)

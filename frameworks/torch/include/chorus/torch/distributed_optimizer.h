@@ -48,6 +48,11 @@ struct DistributedOptimizerOptions {
   double gradient_predivide_factor = 1.0;
   // Collective names are "<name_prefix>.<parameter name>".
   std::string name_prefix = "grad";
+  // The ranks that reduce the gradients (every member of the set must build
+  // an optimizer for it; kAverage divides by the set's size): e.g. the
+  // data-parallel set of a pipeline-parallel layout. This rank must be a
+  // member.
+  ProcessSet process_set;
 };
 
 using NamedParameters = ::torch::OrderedDict<std::string, ::torch::Tensor>;

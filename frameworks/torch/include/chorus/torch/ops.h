@@ -101,31 +101,42 @@ std::vector<::torch::Tensor> grouped_allreduce(const std::vector<::torch::Tensor
 void grouped_allreduce_(const std::vector<::torch::Tensor>& tensors, const std::string& name,
                         const AllreduceOptions& options = {});
 
+// Every op below runs over `process_set` (the global set when omitted; see
+// chorus/process_set.h): only its members call it, "rank" means set rank,
+// and a broadcast's root_rank is a rank of the job that is a member.
+
 // Concatenation of every rank's tensor along dimension 0 (sizes may differ).
-TorchHandle allgather_async(const ::torch::Tensor& tensor, const std::string& name);
-::torch::Tensor allgather(const ::torch::Tensor& tensor, const std::string& name);
+TorchHandle allgather_async(const ::torch::Tensor& tensor, const std::string& name,
+                            const ProcessSet& process_set = {});
+::torch::Tensor allgather(const ::torch::Tensor& tensor, const std::string& name,
+                          const ProcessSet& process_set = {});
 
 // root_rank's tensor, in a new tensor or in place.
-TorchHandle broadcast_async(const ::torch::Tensor& tensor, int root_rank, const std::string& name);
+TorchHandle broadcast_async(const ::torch::Tensor& tensor, int root_rank, const std::string& name,
+                            const ProcessSet& process_set = {});
 TorchHandle broadcast_async_(const ::torch::Tensor& tensor, int root_rank,
-                             const std::string& name);
-::torch::Tensor broadcast(const ::torch::Tensor& tensor, int root_rank, const std::string& name);
-void broadcast_(const ::torch::Tensor& tensor, int root_rank, const std::string& name);
+                             const std::string& name, const ProcessSet& process_set = {});
+::torch::Tensor broadcast(const ::torch::Tensor& tensor, int root_rank, const std::string& name,
+                          const ProcessSet& process_set = {});
+void broadcast_(const ::torch::Tensor& tensor, int root_rank, const std::string& name,
+                const ProcessSet& process_set = {});
 
 // Sends splits[i] rows (dimension 0) to rank i; empty splits: equal parts.
 // received_splits() on the handle tells how many rows came from each rank.
 TorchHandle alltoall_async(const ::torch::Tensor& tensor, const std::string& name,
-                           const std::vector<int64_t>& splits = {});
+                           const std::vector<int64_t>& splits = {},
+                           const ProcessSet& process_set = {});
 // Returns {output, received_splits as an int64 tensor}.
 std::pair<::torch::Tensor, ::torch::Tensor> alltoall(const ::torch::Tensor& tensor,
                                                      const std::string& name,
-                                                     const std::vector<int64_t>& splits = {});
+                                                     const std::vector<int64_t>& splits = {},
+                                                     const ProcessSet& process_set = {});
 
 // Reduction of every rank's tensor; this rank keeps its slice of dimension 0.
 TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
-                                ReduceOp op = ReduceOp::kSum);
+                                ReduceOp op = ReduceOp::kSum, const ProcessSet& process_set = {});
 ::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
-                              ReduceOp op = ReduceOp::kSum);
+                              ReduceOp op = ReduceOp::kSum, const ProcessSet& process_set = {});
 
 }  // namespace torch
 }  // namespace chorus

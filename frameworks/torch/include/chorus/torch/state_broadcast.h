@@ -20,9 +20,12 @@ namespace torch {
 // Every tensor is checked before any is submitted: one the torch ops would
 // refuse (e.g. on a device this build does not support) fails with their
 // message, under the name "broadcast_parameters.<parameter|buffer>.<name>".
-void broadcast_parameters(const ::torch::nn::Module& module, int root_rank);
+// With a process set: among its members only (root_rank is a rank of the
+// job in the set), e.g. within one pipeline stage's data-parallel set.
+void broadcast_parameters(const ::torch::nn::Module& module, int root_rank,
+                          const ProcessSet& process_set = {});
 void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tensor>& tensors,
-                          int root_rank);
+                          int root_rank, const ProcessSet& process_set = {});
 
 // Makes `optimizer` on every rank identical to root_rank's: per-parameter
 // state (Adam's moments and step counts, momentum buffers, ...) and every
@@ -34,7 +37,8 @@ void broadcast_parameters(const ::torch::OrderedDict<std::string, ::torch::Tenso
 // this build does not support is refused before the collective, with the
 // torch ops' message, under the name
 // "broadcast_optimizer_state.param_groups[<g>].params[<i>]".
-void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_rank);
+void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_rank,
+                               const ProcessSet& process_set = {});
 
 // Reduces a scalar across ranks (default: the average), e.g. a loss or an
 // accuracy for logging and early stopping. Every rank must call it with the
@@ -42,10 +46,13 @@ void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root_ra
 double allreduce_metric(double value, const std::string& name,
                         ReduceOp op = ReduceOp::kAverage);
 // Broadcasts a small value (an epoch number, a flag) from root_rank.
-int64_t broadcast_scalar(int64_t value, int root_rank, const std::string& name);
-double broadcast_scalar(double value, int root_rank, const std::string& name);
+int64_t broadcast_scalar(int64_t value, int root_rank, const std::string& name,
+                         const ProcessSet& process_set = {});
+double broadcast_scalar(double value, int root_rank, const std::string& name,
+                        const ProcessSet& process_set = {});
 // Broadcasts raw bytes (a serialized object) of any length from root_rank.
-std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name);
+std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name,
+                            const ProcessSet& process_set = {});
 
 }  // namespace torch
 }  // namespace chorus
