@@ -92,9 +92,9 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
                                              ct::make_chorus_stage_link());
   adam_ = std::make_unique<torch::optim::Adam>(pipeline_->part()->parameters(),
                                                torch::optim::AdamOptions(lr));
-  const chorus::ProcessSet data_parallel = ct::create_data_parallel_sets(layout_);
+  const ct::DataParallelSets data_parallel = ct::create_data_parallel_sets(layout_);
   if (layout_.data_parallel_size > 1) {
-    distributed.process_set = data_parallel;
+    distributed.process_set = data_parallel.mine;
     distributed.backward_passes_per_step = options_.micro_batches;
     distributed.name_prefix = "grad.stage" + std::to_string(layout_.stage);
     optimizer_ = std::make_unique<ct::DistributedOptimizer>(

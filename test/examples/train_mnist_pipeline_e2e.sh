@@ -9,6 +9,9 @@
 #     single-process run of the same batches (np 1, same seed, batch and lr):
 #     relative difference < 1e-5 (measured 1.5e-7; a pipeline that lost or mixed up a micro-
 #     batch's activations or gradients would be far off).
+#  3. np 4 = 2 stages x 2 data-parallel pipelines, 5 epochs: accuracy >= 0.92
+#     and each stage's two replicas end bit-identical (digests of ranks 0
+#     and 2, 1 and 3), i.e. the gradients were averaged over each stage's set.
 #   train_mnist_pipeline_e2e.sh TRAIN_MNIST MPIEXEC DATA_DIR
 set -euo pipefail
 train_mnist="$1" mpiexec="$2" data_dir="$3"
@@ -24,12 +27,15 @@ echo "=== np=2, --pipeline-stages 2 --micro-batches 4 --schedule 1f1b, 5 epochs 
 echo "=== np=2, --pipeline-stages 2 --micro-batches 4 --schedule gpipe, 1 epoch ==="
 "$mpiexec" -np 2 --oversubscribe "$train_mnist" "${common[@]}" --epochs 1 --pipeline-stages 2 \
   --micro-batches 4 --schedule gpipe --summary-json "$work/pp.json"
+echo "=== np=4, --pipeline-stages 2 (2 x 2), 5 epochs ==="
+"$mpiexec" -np 4 --oversubscribe "$train_mnist" "${common[@]}" --epochs 5 --pipeline-stages 2 \
+  --micro-batches 4 --schedule 1f1b --summary-json "$work/dp.json"
 echo "=== np=1, 1 epoch (the same batches in one process) ==="
 "$mpiexec" -np 1 "$train_mnist" "${common[@]}" --epochs 1 --summary-json "$work/np1.json"
 
-"$python" - "$work/long.json" "$work/pp.json" "$work/np1.json" "$work/trace.json" <<'PY'
+"$python" - "$work/long.json" "$work/pp.json" "$work/np1.json" "$work/trace.json" "$work/dp.json" <<'PY'
 import json, sys
-long_run, pp, np1, trace = (json.load(open(p)) for p in sys.argv[1:5])
+long_run, pp, np1, trace, dp = (json.load(open(p)) for p in sys.argv[1:6])
 failures = []
 def check(ok, what):
     print(("ok      " if ok else "FAILED  ") + what)
@@ -50,5 +56,10 @@ for stage in (0, 1):
     mine = [e for e in spans if e["tid"] == stage]
     want = 2 * 4 * len(steps)  # F and B of 4 micro-batches per step
     check(len(mine) == want, "trace: stage %d has %d spans (expected %d)" % (stage, len(mine), want))
+check(dp["data_parallel_size"] == 2 and dp["pipeline_stages"] == 2, "np=4: 2 stages x 2 pipelines")
+check(dp["final_test_accuracy"] >= 0.92, "np=4 test accuracy after 5 epochs %.4f >= 0.92" % dp["final_test_accuracy"])
+d = dp["parameter_digests"]
+check(len(d) == 4 and d[0] == d[2] and d[1] == d[3] and d[0] != d[1],
+      "np=4: each stage's replicas hold identical parameters %s" % d)
 sys.exit(1 if failures else 0)
 PY

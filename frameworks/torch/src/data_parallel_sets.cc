@@ -5,14 +5,18 @@
 namespace chorus {
 namespace torch {
 
-ProcessSet create_data_parallel_sets(const PipelineLayout& layout) {
-  if (layout.data_parallel_size == 1) return ProcessSet::global();
-  ProcessSet mine;
+DataParallelSets create_data_parallel_sets(const PipelineLayout& layout) {
+  DataParallelSets sets;
+  if (layout.data_parallel_size == 1) return sets;
   for (int s = 0; s < layout.stages; ++s) {
-    ProcessSet set = add_process_set(layout.data_parallel_ranks(s));
-    if (s == layout.stage) mine = set;
+    sets.by_stage.push_back(add_process_set(layout.data_parallel_ranks(s)));
   }
-  return mine;
+  sets.mine = sets.by_stage[static_cast<size_t>(layout.stage)];
+  return sets;
+}
+
+void remove_data_parallel_sets(const DataParallelSets& sets) {
+  for (const ProcessSet& set : sets.by_stage) remove_process_set(set);
 }
 
 }  // namespace torch

@@ -76,10 +76,10 @@ class PipelineTrainingTest : public TorchSuite {
     ct::Pipeline pipeline(model, layout, options, ct::make_chorus_stage_link());
     torch::optim::SGD sgd(pipeline.part()->parameters(), torch::optim::SGDOptions(0.05));
     std::unique_ptr<ct::DistributedOptimizer> averaged;
-    chorus::ProcessSet data_parallel = ct::create_data_parallel_sets(layout);
+    const ct::DataParallelSets data_parallel = ct::create_data_parallel_sets(layout);
     if (D > 1) {
       ct::DistributedOptimizerOptions averaging;
-      averaging.process_set = data_parallel;
+      averaging.process_set = data_parallel.mine;
       averaging.backward_passes_per_step = micro_batches;
       averaging.name_prefix = options.name + ".grad";
       averaged = std::make_unique<ct::DistributedOptimizer>(sgd, pipeline.part()->named_parameters(),
@@ -121,7 +121,7 @@ class PipelineTrainingTest : public TorchSuite {
     } else {
       EXPECT_FALSE(out.defined());
     }
-    if (D > 1) chorus::remove_process_set(data_parallel);
+    ct::remove_data_parallel_sets(data_parallel);
   }
 
   std::vector<int> stage_counts() const {

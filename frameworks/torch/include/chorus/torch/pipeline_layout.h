@@ -54,11 +54,20 @@ void check_stage_count(int64_t layers, int stages);
 // the full batch's mean loss.
 void check_micro_batches(int64_t batch_size, int micro_batches);
 
-// Creates every stage's data-parallel set (collective over the whole job:
-// every rank calls it, in the same order) and returns the one this rank's
-// stage reduces over. With D == 1 there is nothing to reduce over: nothing
-// is created and the global set is returned (do not reduce gradients then).
-ProcessSet create_data_parallel_sets(const PipelineLayout& layout);
+// Every stage's data-parallel process set, and the one this rank's stage
+// reduces its gradients over.
+struct DataParallelSets {
+  std::vector<ProcessSet> by_stage;  // [stage]; empty when D == 1
+  // This rank's stage's set. With D == 1 there is nothing to reduce over: the
+  // global set (do not average gradients then).
+  ProcessSet mine;
+};
+// Collective over the whole job (every rank calls it, in the same order):
+// creates stage s's set {s, s+S, ...} for every s; nothing when D == 1.
+DataParallelSets create_data_parallel_sets(const PipelineLayout& layout);
+// Collective over the whole job: removes them all (every rank passes the
+// same sets, so every rank removes every stage's set).
+void remove_data_parallel_sets(const DataParallelSets& sets);
 
 }  // namespace torch
 }  // namespace chorus
