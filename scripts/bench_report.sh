@@ -12,7 +12,10 @@
 #   (d) the 25M MLP with defaults vs CHORUS_AUTOTUNE=1 at np=2, when this
 #       build has autotuning (otherwise the section says it is not available);
 #   (e) point-to-point: chorus_bench --mode p2p at np=2, send/recv ping-pong
-#       against MPI_Send/Recv and MPI_Isend/Irecv, 256 B to 4 MiB.
+#       against MPI_Send/Recv and MPI_Isend/Irecv, 256 B to 4 MiB;
+#   (f) the pipeline bubble of GPipe and 1F1B at S=2 and S=4 (oversubscribed
+#       beyond the cores), M = 1, 2, 4, 8, against (S-1)/(M+S-1)
+#       (test/bench/pipeline/run_pipeline_bench.sh).
 # Installs what is missing (gnuplot-nox, python3-torch), builds what is stale,
 # writes every measurement to a fresh build/bench/report-<date>/ and then the
 # report (test/bench/report/generate_report.py).
@@ -76,7 +79,7 @@ if [[ -n "$from" ]]; then
 fi
 
 # --- build ---------------------------------------------------------------
-targets=(chorus_bench chorus_train_bench chorusrun)
+targets=(chorus_bench chorus_train_bench chorus_pipeline_bench chorusrun)
 if [[ -z "$build_dir" ]]; then
   "$root/scripts/build.sh" "${targets[@]}"
   build_dir="$root/build"
@@ -89,7 +92,8 @@ else
 fi
 chorus_bench="$build_dir/test/bench/chorus_bench"
 train_bench="$build_dir/test/bench/chorus_train_bench"
-for b in "$chorus_bench" "$train_bench"; do [[ -x "$b" ]] || die "$b was not built"; done
+pipeline_bench="$build_dir/test/bench/chorus_pipeline_bench"
+for b in "$chorus_bench" "$train_bench" "$pipeline_bench"; do [[ -x "$b" ]] || die "$b was not built"; done
 
 # --- the run's folder and description ---------------------------------------
 stamp=$(date +%Y%m%d-%H%M%S)
@@ -162,6 +166,7 @@ if ((quick)); then
   gloo_opts=(--repeats 3 --warmup 1)
   training_opts=(--rounds 1 --steps 4 --warmup-steps 1)
   autotune_opts=(--rounds 1 --steps 20 --warmup-steps 1)
+  pipeline_opts=(--steps 3)
 else
   sizes=4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB
   bench_opts=(--repeats 20 --warmup 3 --latency-repeats 1000 --idle-seconds 2)
@@ -173,6 +178,7 @@ else
   # the warm-up covers it, the timed steps run on the setting it chose (the
   # report says so only conditionally: the log shows where it froze).
   autotune_opts=(--rounds 3 --steps 40 --warmup-steps 150)
+  pipeline_opts=(--steps 10)
 fi
 
 # --- (a), (b): allreduce ------------------------------------------------------
@@ -217,6 +223,10 @@ else
     >>"$results_dir/pieces.jsonl"
   log "autotuning not in this build: section (d) says so"
 fi
+
+# --- (f) pipeline bubble ---------------------------------------------------------
+piece pipeline - - pipeline.json 1200 -- "$root/test/bench/pipeline/run_pipeline_bench.sh" --stages 2,4 \
+  --micro-batches 1,2,4,8 "${pipeline_opts[@]}" --bench "$pipeline_bench" --json "$results_dir/pipeline.json"
 
 write_run_json "$(date +%s)"
 python3 "$generator" "$results_dir" --docs-dir "$docs_dir" --results-label "${results_dir//"$root/"/}"

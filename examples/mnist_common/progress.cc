@@ -1,5 +1,6 @@
 #include "progress.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace train_mnist {
@@ -42,11 +43,15 @@ void ProgressPrinter::update(int64_t samples_done, double loss) {
   last_draw_ = now;
   const double seconds = std::chrono::duration<double>(now - epoch_start_).count();
   char line[160];
+  // A NaN loss is one this rank does not know (a pipeline stage before the
+  // last): the line leaves it out rather than print "nan".
+  char loss_text[32] = "";
+  if (!std::isnan(loss)) std::snprintf(loss_text, sizeof(loss_text), "  loss %.4f", loss);
   const int width = std::snprintf(
-      line, sizeof(line), "epoch %lld/%lld  %lld/%lld samples  %.0f samples/s  loss %.4f",
+      line, sizeof(line), "epoch %lld/%lld  %lld/%lld samples  %.0f samples/s%s",
       static_cast<long long>(epoch_), static_cast<long long>(epochs_),
       static_cast<long long>(samples_done), static_cast<long long>(samples_per_epoch_),
-      seconds > 0 ? samples_done / seconds : 0.0, loss);
+      seconds > 0 ? samples_done / seconds : 0.0, loss_text);
   clear_live_line();
   out_ << line << std::flush;
   live_width_ = width > 0 ? static_cast<size_t>(width) : 0;

@@ -10,6 +10,11 @@ namespace train_mnist {
 struct RunSummary {
   int world_size = 0;
   std::string model;
+  // The layout: pipeline stages x data-parallel replicas (= world_size).
+  int pipeline_stages = 1;
+  int micro_batches = 1;
+  std::string schedule = "none";  // gpipe or 1f1b with a pipeline
+  int data_parallel_size = 0;
   int64_t epochs_run = 0;        // epochs completed in total (a resumed run counts earlier ones)
   int64_t epochs_this_run = 0;   // epochs trained by this process
   bool stopped_early = false;
@@ -20,7 +25,8 @@ struct RunSummary {
   double samples_per_second = 0;  // training samples of all ranks / training seconds, this run
   double wall_seconds = 0;        // this run, from start to end of training
   // One FNV-1a digest of every rank's final parameters, indexed by rank:
-  // equal digests mean the replicas agree bit for bit.
+  // equal digests mean the replicas agree bit for bit (in a pipeline: of the
+  // rank's stage, equal across the stage's data-parallel set).
   std::vector<uint64_t> parameter_digests;
 };
 

@@ -36,6 +36,10 @@ torch::Tensor Mlp::forward(torch::Tensor images) {
   return output_(torch::relu(hidden_(images.flatten(1))));
 }
 
+torch::nn::Sequential Mlp::layers() {
+  return torch::nn::Sequential(torch::nn::Flatten(), hidden_, torch::nn::ReLU(), output_);
+}
+
 Cnn::Cnn() {
   conv1_ = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 10, 5)));
   conv2_ = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(10, 20, 5)));
@@ -47,6 +51,12 @@ torch::Tensor Cnn::forward(torch::Tensor images) {
   torch::Tensor x = torch::relu(torch::max_pool2d(conv1_(images), 2));  // [N, 10, 12, 12]
   x = torch::relu(torch::max_pool2d(conv2_(x), 2));                     // [N, 20, 4, 4]
   return output_(torch::relu(hidden_(x.flatten(1))));
+}
+
+torch::nn::Sequential Cnn::layers() {
+  const auto pool = [] { return torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)); };
+  return torch::nn::Sequential(conv1_, pool(), torch::nn::ReLU(), conv2_, pool(), torch::nn::ReLU(),
+                               torch::nn::Flatten(), hidden_, torch::nn::ReLU(), output_);
 }
 
 std::shared_ptr<Classifier> make_model(ModelKind kind) {

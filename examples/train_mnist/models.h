@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
@@ -23,6 +24,10 @@ class Classifier : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor images) = 0;
   virtual ModelKind kind() const = 0;
+  // The same computation as forward(), as a Sequential of this model's own
+  // modules (shared, not copied) and stateless steps (flatten, ReLU,
+  // pooling): what pipeline parallelism splits into stages.
+  virtual torch::nn::Sequential layers() = 0;
 };
 
 // The reference model: Linear(784, 128) -> ReLU -> Linear(128, 10).
@@ -31,6 +36,7 @@ class Mlp : public Classifier {
   Mlp();
   torch::Tensor forward(torch::Tensor images) override;
   ModelKind kind() const override { return ModelKind::kMlp; }
+  torch::nn::Sequential layers() override;  // Flatten, hidden, ReLU, output
 
  private:
   torch::nn::Linear hidden_{nullptr};
@@ -45,6 +51,8 @@ class Cnn : public Classifier {
   Cnn();
   torch::Tensor forward(torch::Tensor images) override;
   ModelKind kind() const override { return ModelKind::kCnn; }
+  // conv1, MaxPool, ReLU, conv2, MaxPool, ReLU, Flatten, hidden, ReLU, output
+  torch::nn::Sequential layers() override;
 
  private:
   torch::nn::Conv2d conv1_{nullptr};

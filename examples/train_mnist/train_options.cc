@@ -15,10 +15,34 @@ namespace {
 
 std::string usage(const po::options_description& description) {
   std::ostringstream out;
-  out << "train_mnist: data-parallel MNIST training with Chorus (run it under mpirun or chorusrun;\n"
+  out << "train_mnist: data- and pipeline-parallel MNIST training with Chorus (run it under mpirun or chorusrun;\n"
          "every rank takes the same options).\n\n"
       << description;
   return out.str();
+}
+
+// What pipeline training does not combine with (yet): each stage holds only
+// part of the model, so whole-model checkpoints and a global gradient norm
+// would need every stage; micro-batches already accumulate gradients.
+void check_pipeline_options(const TrainOptions& options) {
+  if (!options.pipelined()) {
+    if (options.micro_batches > 1) {
+      fail("--micro-batches=" + std::to_string(options.micro_batches) +
+           " needs --pipeline-stages > 1 (for gradient accumulation without a pipeline use "
+           "--accumulate)");
+    }
+    if (!options.pipeline_trace.empty()) fail("--pipeline-trace needs --pipeline-stages > 1");
+    return;
+  }
+  const std::string with = " cannot be combined with --pipeline-stages > 1";
+  if (!options.checkpoint_dir.empty()) fail("--checkpoint-dir" + with);
+  if (options.clip_grad_norm > 0) fail("--clip-grad-norm" + with);
+  if (options.accumulate > 1) fail("--accumulate" + with + " (micro-batches accumulate already)");
+  if (options.batch_size % options.micro_batches != 0) {
+    fail("--micro-batches=" + std::to_string(options.micro_batches) +
+         " does not divide --batch-size=" + std::to_string(options.batch_size) +
+         ": expected a number of micro-batches that divides the batch of one pipeline");
+  }
 }
 
 }  // namespace
@@ -52,6 +76,15 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
        "gradient compression: none, fp16 or bf16")
       ("threads", po::value<std::string>()->default_value("1"), "LibTorch threads per rank (1-1024)")
       ("summary-json", po::value<std::string>(), "write a JSON summary of the run here (rank 0)")
+      ("pipeline-stages", po::value<std::string>()->default_value("1"),
+       "split the model into this many pipeline stages on consecutive ranks (1-64; the number "
+       "of ranks must be a multiple); --batch-size is then per pipeline")
+      ("micro-batches", po::value<std::string>()->default_value("1"),
+       "micro-batches per pipeline batch (1-65536; must divide --batch-size; needs "
+       "--pipeline-stages > 1)")
+      ("schedule", po::value<std::string>()->default_value("1f1b"), "pipeline schedule: gpipe or 1f1b")
+      ("pipeline-trace", po::value<std::string>(),
+       "write a Chrome trace of every stage's forward and backward spans here (rank 0)")
       ("progress", po::value<std::string>()->default_value("auto"),
        "live: a live line during each epoch; epochs: one line per epoch only; "
        "auto: live when stdout is a terminal");
@@ -118,6 +151,18 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
     options.summary_json = text("summary-json");
     if (options.summary_json.empty()) invalid_option("summary-json", "", "a file path");
   }
+  options.pipeline_stages =
+      static_cast<int>(parse_integer_option("pipeline-stages", text("pipeline-stages"), 1, 64));
+  options.micro_batches =
+      static_cast<int>(parse_integer_option("micro-batches", text("micro-batches"), 1, 65536));
+  const std::string schedule = text("schedule");
+  if (schedule != "gpipe" && schedule != "1f1b") invalid_option("schedule", schedule, "gpipe or 1f1b");
+  options.schedule = chorus::torch::parse_pipeline_schedule(schedule);
+  if (values.count("pipeline-trace")) {
+    options.pipeline_trace = text("pipeline-trace");
+    if (options.pipeline_trace.empty()) invalid_option("pipeline-trace", "", "a file path");
+  }
+  check_pipeline_options(options);
   const std::string progress = text("progress");
   if (progress == "auto") {
     options.progress = TrainOptions::Progress::kAuto;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chorus/torch/distributed_optimizer.h"
+#include "chorus/torch/pipeline_schedule.h"
 #include "models.h"
 
 namespace train_mnist {
@@ -26,6 +27,14 @@ struct TrainOptions {
   chorus::torch::Compression compression = chorus::torch::Compression::kNone;
   int threads = 1;  // LibTorch intra-op threads per rank
   std::string summary_json;  // empty: none
+  // Pipeline parallelism (1 stage: data parallel only, today's behaviour).
+  // With S > 1 stages, consecutive ranks form pipelines and --batch-size is
+  // the batch of one pipeline, split into micro_batches.
+  int pipeline_stages = 1;
+  int micro_batches = 1;
+  chorus::torch::PipelineSchedule schedule = chorus::torch::PipelineSchedule::k1F1B;
+  std::string pipeline_trace;  // empty: none; else the Chrome trace file (rank 0)
+  bool pipelined() const { return pipeline_stages > 1; }
   // The live in-epoch line: "auto" draws it when stdout is a terminal. Under
   // mpirun every rank's stdout is a pseudo-terminal even when mpirun's own
   // output goes to a file, so scripts pass "epochs" (epoch lines only).

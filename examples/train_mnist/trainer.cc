@@ -25,7 +25,7 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-uint64_t digest_of(const Classifier& model) {
+uint64_t digest_of(const torch::nn::Module& model) {
   uint64_t hash = 14695981039346656037ull;
   for (const auto& parameter : model.parameters()) {
     const torch::Tensor data = parameter.detach().contiguous();
@@ -61,19 +61,45 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
       printer_(out, chorus::rank() == 0, live_progress),
       rank_(chorus::rank()),
       size_(chorus::size()),
+      // Before anything else: a bad layout is an error on every rank at once.
+      layout_(ct::PipelineLayout::make(size_, rank_, options_.pipeline_stages)),
       train_(load_mnist(options_.data_dir, MnistSplit::kTrain)),
       test_(load_mnist(options_.data_dir, MnistSplit::kTest)),
-      sampler_(train_.size(), ct::DistributedSampler::Options{true, false, options_.seed}) {
+      sampler_(train_.size(), ct::DistributedSampler::Options{true, false, options_.seed},
+               layout_.data_parallel_size, layout_.pipeline) {
   torch::set_num_threads(options_.threads);
   torch::manual_seed(options_.seed);
   model_ = make_model(options_.model);
-  adam_ = std::make_unique<torch::optim::Adam>(
-      model_->parameters(), torch::optim::AdamOptions(ct::scale_learning_rate(options_.lr)));
   ct::DistributedOptimizerOptions distributed;
   distributed.compression = options_.compression;
   distributed.backward_passes_per_step = static_cast<int>(options_.accumulate);
-  optimizer_ = std::make_unique<ct::DistributedOptimizer>(*adam_, model_->named_parameters(),
-                                                          distributed);
+  // Adam's learning rate grows with the number of model replicas.
+  const double lr = options_.lr * layout_.data_parallel_size;
+  if (!options_.pipelined()) {
+    adam_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(lr));
+    optimizer_ = std::make_unique<ct::DistributedOptimizer>(*adam_, model_->named_parameters(),
+                                                            distributed);
+    return;
+  }
+  ct::check_micro_batches(options_.batch_size, options_.micro_batches);
+  ct::PipelineOptions pipeline;
+  pipeline.micro_batches = options_.micro_batches;
+  pipeline.schedule = options_.schedule;
+  pipeline.batch_size = options_.batch_size;
+  pipeline.name = "train_mnist.pp";
+  pipeline.trace_path = options_.pipeline_trace;  // or CHORUS_PIPELINE_TRACE
+  pipeline_ = std::make_unique<ct::Pipeline>(model_->layers(), layout_, pipeline,
+                                             ct::make_chorus_stage_link());
+  adam_ = std::make_unique<torch::optim::Adam>(pipeline_->part()->parameters(),
+                                               torch::optim::AdamOptions(lr));
+  const ct::DataParallelSets data_parallel = ct::create_data_parallel_sets(layout_);
+  if (layout_.data_parallel_size > 1) {
+    distributed.process_set = data_parallel.mine;
+    distributed.backward_passes_per_step = options_.micro_batches;
+    distributed.name_prefix = "grad.stage" + std::to_string(layout_.stage);
+    optimizer_ = std::make_unique<ct::DistributedOptimizer>(
+        *adam_, pipeline_->part()->named_parameters(), distributed);
+  }
 }
 
 void Trainer::restore_and_synchronize() {
@@ -91,8 +117,11 @@ void Trainer::restore_and_synchronize() {
   });
   if (!error.empty()) fail(error);
 
+  // Every rank builds the whole model, so rank 0's whole model is every
+  // stage's reference; a stage's optimizer covers its part only, and fresh
+  // optimizers (no resume with a pipeline) are equal already.
   ct::broadcast_parameters(*model_, 0);
-  ct::broadcast_optimizer_state(*adam_, 0);
+  if (!pipeline_) ct::broadcast_optimizer_state(*adam_, 0);
   progress_.epochs_completed = ct::broadcast_scalar(progress_.epochs_completed, 0, "train_mnist.epochs_completed");
   progress_.best_test_loss = ct::broadcast_scalar(progress_.best_test_loss, 0, "train_mnist.best_test_loss");
   progress_.best_epoch = ct::broadcast_scalar(progress_.best_epoch, 0, "train_mnist.best_epoch");
@@ -107,8 +136,18 @@ void Trainer::restore_and_synchronize() {
   }
 }
 
+void Trainer::zero_grad() {
+  if (optimizer_) {
+    optimizer_->zero_grad();
+  } else {
+    adam_->zero_grad();
+  }
+}
+
 void Trainer::optimizer_step() {
-  if (options_.clip_grad_norm > 0) {
+  if (!optimizer_) {
+    adam_->step();
+  } else if (options_.clip_grad_norm > 0) {
     // Clip the averaged gradients, not each rank's own: synchronize first,
     // then step without a second allreduce.
     optimizer_->synchronize();
@@ -126,21 +165,36 @@ Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
   const std::vector<int64_t> indices = sampler_.indices();
   const int64_t samples = static_cast<int64_t>(indices.size());
   const torch::Tensor order = torch::tensor(indices, torch::kInt64);
-  printer_.start_epoch(epoch + 1, options_.epochs, samples * size_);
+  printer_.start_epoch(epoch + 1, options_.epochs, samples * layout_.data_parallel_size);
 
   const auto start = Clock::now();
   double loss_sum = 0;
   int64_t passes_in_step = 0;
+  int64_t trained = 0;  // this rank's (this pipeline's) samples
   for (int64_t begin = 0; begin < samples; begin += options_.batch_size) {
     const int64_t count = std::min(options_.batch_size, samples - begin);
     const torch::Tensor batch = order.narrow(0, begin, count);
     const torch::Tensor images = train_.images.index_select(0, batch);
     const torch::Tensor labels = train_.labels.index_select(0, batch);
-    if (passes_in_step == 0) optimizer_->zero_grad();
+    if (pipeline_) {
+      // Only whole micro-batches: the at most M-1 samples left over at the
+      // end of an epoch are skipped.
+      const int64_t usable = count / options_.micro_batches * options_.micro_batches;
+      if (usable == 0) break;
+      zero_grad();
+      const double batch_loss = train_batch(images.narrow(0, 0, usable), labels.narrow(0, 0, usable));
+      optimizer_step();
+      if (layout_.last_stage()) loss_sum += batch_loss * static_cast<double>(usable);
+      trained += usable;
+      printer_.update((begin + count) * layout_.data_parallel_size, batch_loss);
+      continue;
+    }
+    if (passes_in_step == 0) zero_grad();
     const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(images), labels);
     // Accumulated passes sum into .grad: scale so the step sees their mean.
     (options_.accumulate > 1 ? loss / static_cast<double>(options_.accumulate) : loss).backward();
     ++passes_in_step;
+    trained += count;
     // The last batch of the epoch steps too, with the passes it has, so no
     // gradient carries over into the next epoch (or a checkpoint).
     if (passes_in_step == options_.accumulate || begin + count >= samples) {
@@ -149,34 +203,52 @@ Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
     }
     const double batch_loss = loss.item<double>();
     loss_sum += batch_loss * static_cast<double>(count);
-    printer_.update((begin + count) * size_, batch_loss);
+    printer_.update((begin + count) * layout_.data_parallel_size, batch_loss);
   }
   EpochMetrics metrics;
   metrics.train_seconds = seconds_since(start);
-  metrics.train_samples = samples * size_;
+  metrics.train_samples = trained * layout_.data_parallel_size;
   metrics.train_loss =
       ct::allreduce_metric(loss_sum, "train_mnist.train_loss_sum", chorus::ReduceOp::kSum) /
       static_cast<double>(metrics.train_samples);
   return metrics;
 }
 
+double Trainer::train_batch(const torch::Tensor& images, const torch::Tensor& labels) {
+  const auto cross_entropy = [](const torch::Tensor& logits, const torch::Tensor& targets) {
+    return torch::nn::functional::cross_entropy(logits, targets);
+  };
+  const torch::Tensor loss = pipeline_->train_step(images, labels, cross_entropy);
+  return loss.defined() ? loss.item<double>() : std::nan("");
+}
+
+std::pair<double, double> Trainer::evaluate_chunk(const torch::Tensor& chunk) {
+  const torch::Tensor labels = test_.labels.index_select(0, chunk);
+  const torch::Tensor images = test_.images.index_select(0, chunk);
+  const torch::Tensor logits = pipeline_ ? pipeline_->forward(images) : model_->forward(images);
+  if (!logits.defined()) return {0.0, 0.0};  // the output is on the last stage
+  const double loss = torch::nn::functional::cross_entropy(
+                          logits, labels,
+                          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                          .item<double>();
+  return {loss, logits.argmax(1).eq(labels).sum().item<double>()};
+}
+
 Trainer::Evaluation Trainer::evaluate() {
   model_->eval();
   torch::NoGradGuard no_grad;
-  // Rank r takes test samples r, r + size, ...; sums over ranks give the
-  // exact average over the whole test set.
-  const torch::Tensor mine = torch::arange(rank_, test_.size(), size_, torch::kInt64);
+  // Replica r (a rank, or a pipeline) takes test samples r, r + replicas,
+  // ...; sums over ranks give the exact average over the whole test set
+  // (in a pipeline only the last stage, where the output is, adds to them).
+  const int replicas = layout_.data_parallel_size;
+  const torch::Tensor mine = torch::arange(layout_.pipeline, test_.size(), replicas, torch::kInt64);
   double loss_sum = 0;
   double correct = 0;
   for (int64_t begin = 0; begin < mine.size(0); begin += kEvalChunk) {
-    const torch::Tensor chunk = mine.narrow(0, begin, std::min(kEvalChunk, mine.size(0) - begin));
-    const torch::Tensor labels = test_.labels.index_select(0, chunk);
-    const torch::Tensor logits = model_->forward(test_.images.index_select(0, chunk));
-    loss_sum += torch::nn::functional::cross_entropy(
-                    logits, labels,
-                    torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
-    correct += logits.argmax(1).eq(labels).sum().item<double>();
+    const auto [loss, right] =
+        evaluate_chunk(mine.narrow(0, begin, std::min(kEvalChunk, mine.size(0) - begin)));
+    loss_sum += loss;
+    correct += right;
   }
   const double total = static_cast<double>(test_.size());
   Evaluation evaluation;
@@ -197,7 +269,8 @@ void Trainer::save_checkpoints(bool best) {
 }
 
 std::vector<uint64_t> Trainer::parameter_digests() {
-  const uint64_t mine = digest_of(*model_);
+  // In a pipeline, of the stage's part: equal across its data-parallel set.
+  const uint64_t mine = pipeline_ ? digest_of(*pipeline_->part()) : digest_of(*model_);
   const torch::Tensor all =
       ct::allgather(torch::tensor({static_cast<int64_t>(mine)}, torch::kInt64), "train_mnist.digest");
   std::vector<uint64_t> digests;
@@ -212,6 +285,10 @@ RunSummary Trainer::run() {
   RunSummary summary;
   summary.world_size = size_;
   summary.model = model_kind_name(options_.model);
+  summary.pipeline_stages = layout_.stages;
+  summary.micro_batches = options_.micro_batches;
+  summary.schedule = pipeline_ ? ct::pipeline_schedule_name(options_.schedule) : "none";
+  summary.data_parallel_size = layout_.data_parallel_size;
   double train_seconds = 0;
   int64_t train_samples = 0;
   const auto patience_exhausted = [&] {
@@ -268,6 +345,7 @@ RunSummary Trainer::run() {
   summary.samples_per_second = train_seconds > 0 ? train_samples / train_seconds : 0;
   summary.parameter_digests = parameter_digests();
   summary.wall_seconds = seconds_since(start);
+  if (pipeline_) pipeline_->write_trace();
   return summary;
 }
 

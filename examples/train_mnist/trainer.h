@@ -10,6 +10,14 @@
 // each epoch every rank evaluates its share of the test set and the sums are
 // allreduced, so all ranks see the same test loss and take the same
 // early-stopping decision; rank 0 writes the checkpoints.
+//
+// With --pipeline-stages S > 1 the model's layers() are split over S
+// consecutive ranks (chorus::torch::Pipeline): the sampler then shares the
+// training set among the D = size / S pipelines, each batch goes through the
+// pipeline in micro-batches, and each stage's DistributedOptimizer averages
+// its gradients over the stage's data-parallel set (plain Adam when D = 1).
+// Evaluation runs through the pipelines and the last stages' sums are
+// allreduced, so every rank still sees the same test metrics.
 #pragma once
 
 #include <memory>
@@ -41,6 +49,7 @@ class Trainer {
   RunSummary run();
 
   Classifier& model() { return *model_; }
+  const chorus::torch::PipelineLayout& layout() const { return layout_; }
   torch::optim::Adam& optimizer() { return *adam_; }
 
  private:
@@ -59,6 +68,13 @@ class Trainer {
   void restore_and_synchronize();
   EpochMetrics train_epoch(int64_t epoch);
   void optimizer_step();
+  void zero_grad();
+  // One batch's forward and backward; returns its mean loss where it is
+  // known (NaN on pipeline stages other than the last).
+  double train_batch(const torch::Tensor& images, const torch::Tensor& labels);
+  // Summed cross-entropy and correct predictions of `chunk`'s test samples
+  // (zeros on pipeline stages other than the last).
+  std::pair<double, double> evaluate_chunk(const torch::Tensor& chunk);
   Evaluation evaluate();
   // Rank 0 writes last.ckpt (and best.ckpt); every rank learns whether it worked.
   void save_checkpoints(bool best);
@@ -68,10 +84,13 @@ class Trainer {
   ProgressPrinter printer_;
   int rank_;
   int size_;
+  chorus::torch::PipelineLayout layout_;  // 1 stage x size_ replicas without a pipeline
   MnistData train_;
   MnistData test_;
   std::shared_ptr<Classifier> model_;
   std::unique_ptr<torch::optim::Adam> adam_;
+  std::unique_ptr<chorus::torch::Pipeline> pipeline_;  // only with --pipeline-stages > 1
+  // Null in a pipeline without data parallelism (nothing to average).
   std::unique_ptr<chorus::torch::DistributedOptimizer> optimizer_;
   chorus::torch::DistributedSampler sampler_;
   TrainingProgress progress_;

@@ -271,6 +271,7 @@ train_mnist::RunSummary Trainer::run() {
 
   train_mnist::RunSummary summary;
   summary.world_size = size_;
+  summary.data_parallel_size = size_;  // data parallel only
   summary.model = "mlp";
   double train_seconds = 0;
   int64_t train_samples = 0;

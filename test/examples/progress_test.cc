@@ -78,6 +78,7 @@ TEST(RunSummary, Json) {
   train_mnist::RunSummary summary;
   summary.world_size = 2;
   summary.model = "mlp";
+  summary.data_parallel_size = 2;
   summary.epochs_run = 5;
   summary.epochs_this_run = 3;
   summary.final_test_accuracy = 0.9375;
@@ -88,7 +89,9 @@ TEST(RunSummary, Json) {
   summary.wall_seconds = 2.5;
   summary.parameter_digests = {0xabcdef0123456789ull, 0x1ull};
   EXPECT_EQ(train_mnist::to_json(summary),
-            "{\n  \"world_size\": 2,\n  \"model\": \"mlp\",\n  \"epochs_run\": 5,\n"
+            "{\n  \"world_size\": 2,\n  \"model\": \"mlp\",\n  \"pipeline_stages\": 1,\n"
+            "  \"micro_batches\": 1,\n  \"schedule\": \"none\",\n  \"data_parallel_size\": 2,\n"
+            "  \"epochs_run\": 5,\n"
             "  \"epochs_this_run\": 3,\n  \"stopped_early\": false,\n"
             "  \"final_test_accuracy\": 0.9375,\n  \"final_test_loss\": 0.25,\n  \"best_epoch\": 4,\n"
             "  \"best_test_loss\": 0.125,\n  \"samples_per_second\": 1000,\n  \"wall_seconds\": 2.5,\n"

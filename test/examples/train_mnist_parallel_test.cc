@@ -17,6 +17,7 @@
 
 #include "support/harness.h"
 #include "test_files.h"
+#include "chorus/torch/model_split.h"
 #include "trainer.h"
 
 namespace train_mnist_test {
@@ -280,6 +281,76 @@ TEST_F(TrainMnistParallel, FailedCheckpointWriteFailsEveryRankAndKeepsTheLastGoo
   EXPECT_EQ(progress.epochs_completed, 1);
   const auto parameters = model->parameters();
   for (size_t i = 0; i < parameters.size(); ++i) EXPECT_TRUE(torch::equal(parameters[i], after_one[i]));
+}
+
+// --pipeline-stages 2 at np 2 (one pipeline, no data parallelism) computes
+// what one process computes on the same batches: the reference trains a
+// copy of the model locally, same seed, same data order (a sampler of one
+// replica), Adam at lr x 1, each batch's whole micro-batches. Each rank's
+// stage must end within 1e-4 of the reference's same layers (Adam over 32
+// steps magnifies float rounding), for the MLP and the CNN and both
+// schedules; the summary records the layout.
+TEST_F(TrainMnistParallel, PipelineStagesTrainLikeOneProcess) {
+  namespace ct = chorus::torch;
+  const int stages = 2;
+  for (ModelKind kind : {ModelKind::kMlp, ModelKind::kCnn}) {
+    for (ct::PipelineSchedule schedule : {ct::PipelineSchedule::kGPipe, ct::PipelineSchedule::k1F1B}) {
+      SCOPED_TRACE(std::string(train_mnist::model_kind_name(kind)) + " " +
+                   ct::pipeline_schedule_name(schedule));
+      TrainOptions o = options(2, "");
+      o.model = kind;
+      o.pipeline_stages = stages;
+      o.micro_batches = 4;
+      o.schedule = schedule;
+      std::ostringstream out;
+      train_mnist::Trainer trainer(o, out, /*live_progress=*/false);
+      const RunSummary summary = trainer.run();
+      const int replicas = chorus_test::world_size() / stages;
+      EXPECT_EQ(summary.pipeline_stages, stages);
+      EXPECT_EQ(summary.micro_batches, 4);
+      EXPECT_EQ(summary.schedule, ct::pipeline_schedule_name(schedule));
+      EXPECT_EQ(summary.data_parallel_size, replicas);
+      ASSERT_EQ(replicas, 1) << "the reference below is one pipeline's";
+
+      const auto train = train_mnist::load_mnist(o.data_dir, train_mnist::MnistSplit::kTrain);
+      torch::manual_seed(o.seed);
+      auto reference = train_mnist::make_model(kind);
+      torch::optim::Adam adam(reference->parameters(), torch::optim::AdamOptions(o.lr));
+      ct::DistributedSampler sampler(train.size(), {true, false, o.seed}, 1, 0);
+      for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
+        sampler.set_epoch(epoch);
+        const auto order = torch::tensor(sampler.indices(), torch::kInt64);
+        for (int64_t begin = 0; begin < order.size(0); begin += o.batch_size) {
+          const int64_t count = std::min(o.batch_size, order.size(0) - begin) / 4 * 4;
+          if (count == 0) break;
+          const auto batch = order.narrow(0, begin, count);
+          adam.zero_grad();
+          torch::nn::functional::cross_entropy(reference->forward(train.images.index_select(0, batch)),
+                                               train.labels.index_select(0, batch))
+              .backward();
+          adam.step();
+        }
+      }
+      const int stage = trainer.layout().stage;
+      auto mine = ct::stage_part(trainer.model().layers(), stages, stage)->named_parameters();
+      auto expected = ct::stage_part(reference->layers(), stages, stage)->named_parameters();
+      ASSERT_EQ(mine.size(), expected.size());
+      for (const auto& p : expected) {
+        EXPECT_LT((mine[p.key()] - p.value()).abs().max().item<double>(), 1e-4)
+            << "layer parameter " << p.key() << " of stage " << stage;
+      }
+    }
+  }
+}
+
+TEST_F(TrainMnistParallel, PipelineLayoutErrorsFailEveryRankBeforeTraining) {
+  TrainOptions o = options(1, "");
+  o.pipeline_stages = chorus_test::world_size() + 1;
+  EXPECT_EQ(training_error(o), "pipeline layout: " + std::to_string(chorus_test::world_size()) +
+                                   " ranks cannot be split into pipelines of " +
+                                   std::to_string(o.pipeline_stages) +
+                                   " stages: expected a number of ranks that is a multiple of " +
+                                   std::to_string(o.pipeline_stages));
 }
 
 }  // namespace

@@ -38,6 +38,46 @@ TEST(TrainOptions, DefaultsAreTheReferenceRun) {
   EXPECT_EQ(options.threads, 1);
   EXPECT_EQ(options.summary_json, "");
   EXPECT_EQ(options.progress, TrainOptions::Progress::kAuto);
+  EXPECT_EQ(options.pipeline_stages, 1);
+  EXPECT_EQ(options.micro_batches, 1);
+  EXPECT_EQ(options.schedule, chorus::torch::PipelineSchedule::k1F1B);
+  EXPECT_EQ(options.pipeline_trace, "");
+  EXPECT_FALSE(options.pipelined());
+}
+
+TEST(TrainOptions, PipelineFlags) {
+  const TrainOptions options = parse({"--pipeline-stages", "2", "--micro-batches", "4", "--schedule",
+                                      "gpipe", "--pipeline-trace", "/t.json"});
+  EXPECT_TRUE(options.pipelined());
+  EXPECT_EQ(options.pipeline_stages, 2);
+  EXPECT_EQ(options.micro_batches, 4);
+  EXPECT_EQ(options.schedule, chorus::torch::PipelineSchedule::kGPipe);
+  EXPECT_EQ(options.pipeline_trace, "/t.json");
+  EXPECT_EQ(parse({"--pipeline-stages", "4", "--schedule", "1f1b"}).schedule,
+            chorus::torch::PipelineSchedule::k1F1B);
+}
+
+TEST(TrainOptions, BadPipelineOptionsAreClearErrors) {
+  EXPECT_EQ(parse_error({"--pipeline-stages", "0"}),
+            "--pipeline-stages=0 is invalid: expected an integer from 1 to 64");
+  EXPECT_EQ(parse_error({"--micro-batches", "0"}),
+            "--micro-batches=0 is invalid: expected an integer from 1 to 65536");
+  EXPECT_EQ(parse_error({"--schedule", "zero-bubble"}),
+            "--schedule=zero-bubble is invalid: expected gpipe or 1f1b");
+  EXPECT_EQ(parse_error({"--pipeline-stages", "2", "--micro-batches", "3"}),
+            "--micro-batches=3 does not divide --batch-size=64: expected a number of micro-batches "
+            "that divides the batch of one pipeline");
+  EXPECT_EQ(parse_error({"--micro-batches", "2"}),
+            "--micro-batches=2 needs --pipeline-stages > 1 (for gradient accumulation without a "
+            "pipeline use --accumulate)");
+  EXPECT_EQ(parse_error({"--pipeline-trace", "/t.json"}), "--pipeline-trace needs --pipeline-stages > 1");
+  EXPECT_EQ(parse_error({"--pipeline-stages", "2", "--checkpoint-dir", "/c"}),
+            "--checkpoint-dir cannot be combined with --pipeline-stages > 1");
+  EXPECT_EQ(parse_error({"--pipeline-stages", "2", "--clip-grad-norm", "1"}),
+            "--clip-grad-norm cannot be combined with --pipeline-stages > 1");
+  EXPECT_EQ(parse_error({"--pipeline-stages", "2", "--accumulate", "2"}),
+            "--accumulate cannot be combined with --pipeline-stages > 1 (micro-batches accumulate "
+            "already)");
 }
 
 TEST(TrainOptions, EveryFlag) {

@@ -133,6 +133,24 @@ def check_training(doc, where):
                     raise ReportError(f"{at}.{key}: '{impl}' should be a positive samples/s, got {json.dumps(value)}")
 
 
+def check_pipeline(doc, where):
+    if doc.get("benchmark") != "pipeline_bubble":
+        raise ReportError(f"{where}: 'benchmark' should be \"pipeline_bubble\", "
+                          f"got {json.dumps(doc.get('benchmark'))}")
+    require(doc, "compute", str, where)
+    require(doc, "cores", int, where)
+    results = require(doc, "results", list, where)
+    if not results:
+        raise ReportError(f"{where}: 'results' is empty")
+    for i, res in enumerate(results):
+        at = f"{where}: results[{i}]"
+        require(res, "schedule", str, at)
+        for key in ("stages", "micro_batches"):
+            require(res, key, int, at)
+        for key in ("theoretical_bubble", "measured_bubble", "worst_stage_bubble", "step_ms"):
+            require(res, key, (int, float), at)
+
+
 def read_csv(path):
     """(header, rows) of a CSV file; a missing or empty file is an error."""
     try:
@@ -147,10 +165,12 @@ def read_csv(path):
 
 
 PIECE_CHECKS = {"chorus_bench": check_chorus_bench, "gloo": check_gloo, "training": check_training,
-                "autotune": check_training, "chorus_bench_p2p": check_chorus_bench_p2p}
+                "autotune": check_training, "chorus_bench_p2p": check_chorus_bench_p2p,
+                "pipeline": check_pipeline}
 PIECE_WHAT = {"chorus_bench": "chorus_bench --json output", "gloo": "gloo_allreduce_bench.py --json output",
               "training": "run_training_bench.sh --json output", "autotune": "run_training_bench.sh --json output",
-              "chorus_bench_p2p": "chorus_bench --mode p2p --json output"}
+              "chorus_bench_p2p": "chorus_bench --mode p2p --json output",
+              "pipeline": "run_pipeline_bench.sh --json output"}
 
 
 def load_run(directory):

@@ -280,6 +280,36 @@ def p2p_section(run, pieces):
     return lines + provenance(run, [piece], [f"np={piece['data']['np']} Chorus and MPI"])
 
 
+def pipeline_section(run, pieces):
+    lines = ["## (f) Pipeline bubble", ""]
+    found = [p for p in pieces if p["kind"] == "pipeline"]
+    if not found:
+        return lines + ["**Not measured in this run** (its results directory has no pipeline piece; "
+                        "`test/bench/pipeline/run_pipeline_bench.sh` measures it).", ""]
+    piece = found[0]
+    doc = piece["data"]
+    over = doc.get("oversubscribed_stages") or []
+    lines += [f"GPipe and 1F1B on one pipeline of S stages (`chorus_pipeline_bench`, np = S, one stage per "
+              f"rank, messages over Chorus's send/recv), against the theoretical bubble (S-1)/(M+S-1). Every "
+              f"stage has the same compute: {num(doc.get('forward_ms_per_step'))} ms of forward and "
+              f"{num(doc.get('backward_ms_per_step'))} ms of backward per step, split evenly over the M "
+              f"micro-batches, done by {'sleeping' if doc['compute'] == 'sleep' else 'matrix products'}"
+              + (" (so stages never compete for a core)" if doc["compute"] == "sleep" else "") + ". "
+              "**Measured bubble** of a stage in a step = 1 - (its compute time) / (the step's wall time, from a "
+              "barrier that starts all stages together until the slowest stage has sent its last message): "
+              "waiting for neighbours, sending and bookkeeping all count. Figures are medians over "
+              f"{doc.get('steps', DASH)} timed steps of the mean over stages (worst stage beside it)."
+              + (f" S = {', '.join(map(str, over))} ran **oversubscribed** on {doc['cores']} cores."
+                 if over else ""), ""]
+    lines += table(["schedule", "S", "M", "theoretical", "measured", "worst stage", "measured - theoretical",
+                    "step time"],
+                   [[r["schedule"], str(r["stages"]), str(r["micro_batches"]), num(r["theoretical_bubble"]),
+                     num(r["measured_bubble"]), num(r["worst_stage_bubble"]),
+                     f"{r['measured_bubble'] - r['theoretical_bubble']:+.3f}", f"{num(r['step_ms'])} ms"]
+                    for r in doc["results"]])
+    return lines + provenance(run, [piece], ["pipeline bubble, all S and M"])
+
+
 def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     def png_rel(name):
         return os.path.relpath(os.path.join(png_dir, name + ".png"), docs_dir)
@@ -291,4 +321,5 @@ def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     lines += training_section(run, fig.find_piece(pieces, "training"), png_rel)
     lines += autotune_section(run, fig.find_piece(pieces, "autotune"), png_rel, autotune_plotted)
     lines += p2p_section(run, pieces)
+    lines += pipeline_section(run, pieces)
     return "\n".join(lines).rstrip() + "\n"

@@ -230,7 +230,7 @@ class Provenance(GeneratorRun):
         machine = "Machine: `fixturehost`, 2 cores (Fixture CPU 9000), 8.0 GiB memory, Linux 6.1.0."
         pieces = [json.loads(line) for line in read(os.path.join(FIXTURE, "pieces.jsonl")).splitlines()]
         sections = text.split("\n## ")[1:]
-        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)"])
+        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)"])
         for section in sections:
             self.assertIn(machine, section)
             self.assertIn("`scripts/bench_report.sh --quick` started 2026-12-01 10:00:00 UTC", section)
@@ -238,7 +238,7 @@ class Provenance(GeneratorRun):
             if p["kind"] == "autotune":
                 continue
             where = {"chorus_bench": sections[0], "gloo": sections[1], "training": sections[2],
-                     "chorus_bench_p2p": sections[4]}[p["kind"]]
+                     "chorus_bench_p2p": sections[4], "pipeline": sections[5]}[p["kind"]]
             self.assertIn(f"{p['started']}, load average {p['load_average']}", where)
             self.assertIn(f"`{p['command']}`", where)
         self.assertIn("busbw** = bytes / time x 2(n-1)/n", text)
@@ -265,6 +265,22 @@ class PointToPointSection(GeneratorRun):
               "\n".join(l for l in lines if "chorus_bench_p2p" not in l) + "\n")
         text = self.report()
         self.assertIn("Not measured in this run", text.split(self.HEADING)[1])
+
+
+class PipelineSection(GeneratorRun):
+    def test_rows_name_theory_and_measurement(self):
+        text = self.report()
+        section = text[text.index("## (f)"):]
+        self.assertIn("| gpipe | 2 | 1 | 0.500 | 0.520 | 0.530 | +0.020 | 100 ms |", section)
+        self.assertIn("| 1f1b | 4 | 8 | 0.273 | 0.300 | 0.310 | +0.027 | 70.0 ms |", section)
+        self.assertIn("S = 4 ran **oversubscribed** on 2 cores.", section)
+
+    def test_a_run_without_it_says_so(self):
+        path = os.path.join(self.run_dir, "pieces.jsonl")
+        lines = [l for l in read(path).splitlines() if '"pipeline"' not in l]
+        write(path, "\n".join(lines) + "\n")
+        text = self.report()
+        self.assertIn("## (f) Pipeline bubble\n\n**Not measured in this run**", text)
 
 
 class AutotuneSection(GeneratorRun):
@@ -360,7 +376,7 @@ class BadInput(GeneratorRun):
     def test_corrupt_pieces_line(self):
         with open(os.path.join(self.run_dir, "pieces.jsonl"), "a") as f:
             f.write("{not json\n")
-        self.assertFails("pieces.jsonl: line 10 is not valid JSON")
+        self.assertFails("pieces.jsonl: line 11 is not valid JSON")
 
     def test_not_a_directory(self):
         self.run_dir = os.path.join(self.tmp, "nowhere")

@@ -5,5 +5,7 @@
 #include "chorus/torch/distributed_optimizer.h"
 #include "chorus/torch/distributed_sampler.h"
 #include "chorus/torch/learning_rate.h"
+#include "chorus/torch/model_split.h"
 #include "chorus/torch/ops.h"
+#include "chorus/torch/pipeline.h"
 #include "chorus/torch/state_broadcast.h"
