@@ -47,7 +47,10 @@ if(CHORUS_WITH_TORCH)
   install(EXPORT ChorusTorchTargets NAMESPACE Chorus:: DESTINATION ${CHORUS_INSTALL_CMAKEDIR})
 endif()
 
-# The launcher, for users who start jobs with it.
+# The launcher, for users who start jobs with it. It keeps the run path to
+# the libraries it was linked with outside the prefix (the CUDA runtime
+# where the loader's own paths may not list it).
+set_target_properties(chorusrun PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS chorusrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Values the package configuration file is written with.
