@@ -1,0 +1,71 @@
+# `cmake --install` rules: the public headers, the libraries, a CMake package
+# (find_package(Chorus <version> [COMPONENTS torch]) giving Chorus::chorus,
+# Chorus::tune and Chorus::torch) and a pkg-config file for the core library.
+#
+# The core library is static and links its layers (chorus_ops and what is
+# below it, docs/DESIGN.md "Layers and folders") privately: a static library
+# cannot fold them in, so they are installed and exported beside it, under
+# their own names (Chorus::chorus_ops, ...), for the linker only. Their
+# include directories are build-tree only: a user's program sees nothing but
+# include/chorus/.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(CHORUS_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Chorus")
+
+# The core package: the runtime, its layers, and the tune library.
+set(chorus_internal_layers chorus_base chorus_protocol chorus_autotune chorus_ops)
+if(CHORUS_WITH_CUDA)
+  list(APPEND chorus_internal_layers chorus_cuda)
+endif()
+if(CHORUS_WITH_NCCL)
+  list(APPEND chorus_internal_layers chorus_nccl)
+endif()
+set_target_properties(chorus_tune PROPERTIES EXPORT_NAME tune)
+install(TARGETS chorus chorus_tune ${chorus_internal_layers}
+  EXPORT ChorusTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY core/include/ tune/include/
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+install(EXPORT ChorusTargets NAMESPACE Chorus:: DESTINATION ${CHORUS_INSTALL_CMAKEDIR})
+
+# The torch component: its own export set, so that the package finds LibTorch
+# only for users who ask for it.
+if(CHORUS_WITH_TORCH)
+  set_target_properties(chorus_torch PROPERTIES EXPORT_NAME torch)
+  install(TARGETS chorus_torch
+    EXPORT ChorusTorchTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(DIRECTORY frameworks/torch/include/
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+  install(EXPORT ChorusTorchTargets NAMESPACE Chorus:: DESTINATION ${CHORUS_INSTALL_CMAKEDIR})
+endif()
+
+# The launcher, for users who start jobs with it. It keeps the run path to
+# the libraries it was linked with outside the prefix (the CUDA runtime
+# where the loader's own paths may not list it).
+set_target_properties(chorusrun PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+install(TARGETS chorusrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# Values the package configuration file is written with.
+set(CHORUS_PACKAGE_WITH_CUDA ${CHORUS_WITH_CUDA})
+set(CHORUS_PACKAGE_WITH_NCCL ${CHORUS_WITH_NCCL})
+set(CHORUS_PACKAGE_WITH_TORCH ${CHORUS_WITH_TORCH})
+configure_package_config_file(cmake/ChorusConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/ChorusConfig.cmake
+  INSTALL_DESTINATION ${CHORUS_INSTALL_CMAKEDIR})
+# 0.x: a minor version may break the API, so find_package(Chorus 0.1) takes
+# 0.1.* only (from 1.0 on this becomes SameMajorVersion).
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ChorusConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ChorusConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/ChorusConfigVersion.cmake
+  DESTINATION ${CHORUS_INSTALL_CMAKEDIR})
+
+include(ChorusPkgConfig)

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A user's project against an installed Chorus (issue 29, packaging):
+#  1. cmake --install <build dir> into a temporary prefix; the prefix's
+#     include/ holds the public headers (chorus/...) and nothing else;
+#  2. configures and builds test/package/consumer/ with find_package(Chorus)
+#     and CMAKE_PREFIX_PATH=<prefix> only (and, with torch, COMPONENTS torch);
+#  3. compiles the core consumer a second way, with pkg-config's flags
+#     (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig);
+#  4. runs every program at np=2 under mpirun; each checks its results
+#     against values it computes itself and exits non-zero on a mismatch.
+#   consumer_test.sh <build dir> <mpiexec> <c++ compiler> <ON|OFF: torch>
+# Needs the build complete (cmake --install copies what the build made).
+set -euo pipefail
+
+[[ $# -eq 4 ]] || { echo "usage: $0 <build dir> <mpiexec> <c++ compiler> <ON|OFF>" >&2; exit 2; }
+build_dir=$1 mpiexec=$2 cxx=$3 with_torch=$4
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/chorus_consumer.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+fail() { echo "consumer_test: FAIL: $*" >&2; exit 1; }
+step() { echo "=== consumer_test: $* ($(date +%T))"; }
+
+step "install $build_dir into $prefix"
+cmake --install "$build_dir" --prefix "$prefix" >"$work/install.log" 2>&1 || {
+  cat "$work/install.log" >&2
+  fail "cmake --install $build_dir failed: is the build complete (scripts/build.sh)?"
+}
+
+step "installed headers are the public ones only"
+extra=$(cd "$prefix/include" && find . -type f ! \( -path './chorus/*' -name '*.h' \) | sort)
+[[ -z "$extra" ]] || fail "include/ holds more than chorus/*.h: $extra"
+[[ -f "$prefix/include/chorus/chorus.h" ]] || fail "include/chorus/chorus.h was not installed"
+if [[ "$with_torch" == ON ]]; then
+  [[ -f "$prefix/include/chorus/torch.h" ]] || fail "include/chorus/torch.h was not installed"
+fi
+
+step "configure and build the consumer (find_package, torch: $with_torch)"
+cmake -S "$here/consumer" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCONSUMER_WITH_TORCH="$with_torch" ||
+  fail "configuring the consumer against $prefix failed"
+cmake --build "$work/build" -j 2 || fail "building the consumer against $prefix failed"
+
+step "compile the core consumer with pkg-config"
+pc_file=$(find "$prefix" -name chorus.pc -print -quit)
+[[ -n "$pc_file" ]] || fail "no chorus.pc under $prefix"
+export PKG_CONFIG_PATH
+PKG_CONFIG_PATH=$(dirname "$pc_file")
+pc_flags=$(pkg-config --cflags --libs chorus) || fail "pkg-config --cflags --libs chorus failed"
+echo "pkg-config: $pc_flags"
+# shellcheck disable=SC2086  # the flags are words
+"$cxx" -std=c++17 -Wall -Wextra -Werror "$here/consumer/core_consumer.cc" -o "$work/pc_consumer" \
+  $pc_flags || fail "compiling with pkg-config's flags failed"
+
+programs=("$work/build/core_consumer" "$work/pc_consumer")
+[[ "$with_torch" == ON ]] && programs+=("$work/build/torch_consumer")
+for program in "${programs[@]}"; do
+  step "mpirun -np 2 $(basename "$program")"
+  "$mpiexec" -np 2 --oversubscribe "$program" || fail "$(basename "$program") failed at np=2"
+done
+step "all consumers passed"
