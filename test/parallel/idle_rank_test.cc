@@ -19,12 +19,14 @@ namespace {
 class IdleRank : public ChorusSuite {};
 
 TEST_F(IdleRank, BackgroundThreadDoesNotRunWhileNothingIsQueued) {
+  chorus::AllreduceOptions sum;
+  sum.op = chorus::ReduceOp::kSum;
   // Some work first, small and large, as a training step leaves it.
   for (int64_t elements : {int64_t{1024}, int64_t{1} << 20}) {
     std::vector<float> data(static_cast<size_t>(elements), static_cast<float>(rank() + 1));
     ASSERT_DONE(chorus::allreduce_async("idle.warm." + std::to_string(elements),
                                         chorus::Tensor(data.data(), chorus::DataType::kFloat32, {elements}),
-                                        {chorus::ReduceOp::kSum}));
+                                        sum));
     EXPECT_EQ(data[0], static_cast<float>(size() * (size() + 1) / 2));
   }
   const std::string thread = thread_dir_named("chorus-bg");
@@ -46,7 +48,7 @@ TEST_F(IdleRank, BackgroundThreadDoesNotRunWhileNothingIsQueued) {
   // Still wakes for work.
   std::vector<float> data(16, static_cast<float>(rank() + 1));
   ASSERT_DONE(chorus::allreduce_async("idle.after", chorus::Tensor(data.data(), chorus::DataType::kFloat32, {16}),
-                                      {chorus::ReduceOp::kSum}));
+                                      sum));
   EXPECT_EQ(data[15], static_cast<float>(size() * (size() + 1) / 2));
 }
 
