@@ -34,6 +34,10 @@ std::string to_json(const RunSummary& summary) {
       << "  \"best_test_loss\": " << number(summary.best_test_loss) << ",\n"
       << "  \"samples_per_second\": " << number(summary.samples_per_second) << ",\n"
       << "  \"wall_seconds\": " << number(summary.wall_seconds) << ",\n"
+      << "  \"mean_step_seconds\": " << number(summary.mean_step_seconds) << ",\n"
+      << "  \"amp\": \"" << summary.amp << "\",\n"
+      << "  \"amp_skipped_steps\": " << summary.amp_skipped_steps << ",\n"
+      << "  \"amp_final_scale\": " << number(summary.amp_final_scale) << ",\n"
       << "  \"parameter_digests\": [";
   for (size_t i = 0; i < summary.parameter_digests.size(); ++i) {
     // As strings: JSON readers keep only 53 bits of a number.

@@ -24,6 +24,12 @@ struct RunSummary {
   double best_test_loss = 0;
   double samples_per_second = 0;  // training samples of all ranks / training seconds, this run
   double wall_seconds = 0;        // this run, from start to end of training
+  double mean_step_seconds = 0;   // training seconds / optimizer steps, this run
+  // Mixed precision: off, bf16 or fp16; steps the gradient scaler skipped
+  // (inf/NaN gradients) and its scale at the end (1 when off).
+  std::string amp = "off";
+  int64_t amp_skipped_steps = 0;
+  double amp_final_scale = 1;
   // One FNV-1a digest of every rank's final parameters, indexed by rank:
   // equal digests mean the replicas agree bit for bit (in a pipeline: of the
   // rank's stage, equal across the stage's data-parallel set).

@@ -36,6 +36,7 @@ void check_pipeline_options(const TrainOptions& options) {
   }
   const std::string with = " cannot be combined with --pipeline-stages > 1";
   if (!options.checkpoint_dir.empty()) fail("--checkpoint-dir" + with);
+  if (options.amp != chorus::torch::AmpMode::kOff) fail("--amp" + with);
   if (options.clip_grad_norm > 0) fail("--clip-grad-norm" + with);
   if (options.accumulate > 1) fail("--accumulate" + with + " (micro-batches accumulate already)");
   if (options.batch_size % options.micro_batches != 0) {
@@ -75,6 +76,9 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
       ("compression", po::value<std::string>()->default_value("none"),
        "gradient compression: none, fp16 or bf16")
       ("threads", po::value<std::string>()->default_value("1"), "LibTorch threads per rank (1-1024)")
+      ("amp", po::value<std::string>()->default_value("off"),
+       "mixed precision: off, bf16 (bfloat16 autocast on the CPU, with a gradient scaler) or fp16 "
+       "(float16; refused where the CPU kernels have no float16 matrix product, as in LibTorch 1.13)")
       ("summary-json", po::value<std::string>(), "write a JSON summary of the run here (rank 0)")
       ("pipeline-stages", po::value<std::string>()->default_value("1"),
        "split the model into this many pipeline stages on consecutive ranks (1-64; the number "
@@ -147,6 +151,9 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
   }
   options.compression = chorus::torch::parse_compression(compression);
   options.threads = static_cast<int>(parse_integer_option("threads", text("threads"), 1, 1024));
+  const std::string amp = text("amp");
+  if (amp != "off" && amp != "bf16" && amp != "fp16") invalid_option("amp", amp, "off, bf16 or fp16");
+  options.amp = chorus::torch::parse_amp_mode(amp);
   if (values.count("summary-json")) {
     options.summary_json = text("summary-json");
     if (options.summary_json.empty()) invalid_option("summary-json", "", "a file path");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus/torch/autocast.h"
 #include "chorus/torch/distributed_optimizer.h"
 #include "chorus/torch/pipeline_schedule.h"
 #include "models.h"
@@ -26,6 +27,9 @@ struct TrainOptions {
   int64_t accumulate = 1;               // backward passes per optimizer step
   chorus::torch::Compression compression = chorus::torch::Compression::kNone;
   int threads = 1;  // LibTorch intra-op threads per rank
+  // Mixed precision: autocast of the forward pass plus a GradScaler
+  // (off: float32 throughout, today's behaviour).
+  chorus::torch::AmpMode amp = chorus::torch::AmpMode::kOff;
   std::string summary_json;  // empty: none
   // Pipeline parallelism (1 stage: data parallel only, today's behaviour).
   // With S > 1 stages, consecutive ranks form pipelines and --batch-size is

@@ -54,6 +54,13 @@ std::string rank0_outcome(int rank, const std::string& name, const std::function
   return ct::broadcast_bytes(error, 0, name);
 }
 
+chorus::torch::GradScalerOptions scaler_options(chorus::torch::AmpMode amp) {
+  chorus::torch::GradScalerOptions options;
+  options.enabled = amp != chorus::torch::AmpMode::kOff;
+  options.name = "train_mnist.grad_scaler";
+  return options;
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
@@ -66,7 +73,10 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
       train_(load_mnist(options_.data_dir, MnistSplit::kTrain)),
       test_(load_mnist(options_.data_dir, MnistSplit::kTest)),
       sampler_(train_.size(), ct::DistributedSampler::Options{true, false, options_.seed},
-               layout_.data_parallel_size, layout_.pipeline) {
+               layout_.data_parallel_size, layout_.pipeline),
+      scaler_(scaler_options(options_.amp)) {
+  // The same answer on every rank, so every rank refuses together.
+  ct::check_amp_supported(options_.amp);
   torch::set_num_threads(options_.threads);
   torch::manual_seed(options_.seed);
   model_ = make_model(options_.model);
@@ -145,7 +155,17 @@ void Trainer::zero_grad() {
 }
 
 void Trainer::optimizer_step() {
-  if (!optimizer_) {
+  ++optimizer_steps_;
+  if (optimizer_ && scaler_.is_enabled()) {
+    // unscale_ waits for the averaged gradients; a non-finite one on any
+    // rank is non-finite in the average on every rank, so all skip alike.
+    if (options_.clip_grad_norm > 0) {
+      scaler_.unscale_(*optimizer_);
+      torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip_grad_norm);
+    }
+    scaler_.step(*optimizer_);
+    scaler_.update();
+  } else if (!optimizer_) {
     adam_->step();
   } else if (options_.clip_grad_norm > 0) {
     // Clip the averaged gradients, not each rank's own: synchronize first,
@@ -190,9 +210,15 @@ Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
       continue;
     }
     if (passes_in_step == 0) zero_grad();
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(images), labels);
+    torch::Tensor loss;
+    {
+      // Forward only: backward runs outside autocast, as PyTorch advises.
+      ct::CpuAutocast autocast(options_.amp);
+      loss = torch::nn::functional::cross_entropy(model_->forward(images), labels);
+    }
     // Accumulated passes sum into .grad: scale so the step sees their mean.
-    (options_.accumulate > 1 ? loss / static_cast<double>(options_.accumulate) : loss).backward();
+    scaler_.scale(options_.accumulate > 1 ? loss / static_cast<double>(options_.accumulate) : loss)
+        .backward();
     ++passes_in_step;
     trained += count;
     // The last batch of the epoch steps too, with the passes it has, so no
@@ -345,6 +371,10 @@ RunSummary Trainer::run() {
   summary.samples_per_second = train_seconds > 0 ? train_samples / train_seconds : 0;
   summary.parameter_digests = parameter_digests();
   summary.wall_seconds = seconds_since(start);
+  summary.mean_step_seconds = optimizer_steps_ > 0 ? train_seconds / static_cast<double>(optimizer_steps_) : 0;
+  summary.amp = ct::amp_mode_name(options_.amp);
+  summary.amp_skipped_steps = scaler_.skipped_steps();
+  summary.amp_final_scale = scaler_.get_scale();
   if (pipeline_) pipeline_->write_trace();
   return summary;
 }

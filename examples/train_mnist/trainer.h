@@ -94,6 +94,11 @@ class Trainer {
   std::unique_ptr<chorus::torch::DistributedOptimizer> optimizer_;
   chorus::torch::DistributedSampler sampler_;
   TrainingProgress progress_;
+  // Enabled with --amp: scales the loss, skips steps with inf/NaN gradients
+  // on any rank. (Its state is not in checkpoints: a resumed run restarts
+  // at the initial scale.)
+  chorus::torch::GradScaler scaler_;
+  int64_t optimizer_steps_ = 0;  // this run
 };
 
 }  // namespace train_mnist

@@ -36,6 +36,7 @@ TEST(TrainOptions, DefaultsAreTheReferenceRun) {
   EXPECT_EQ(options.accumulate, 1);
   EXPECT_EQ(options.compression, chorus::torch::Compression::kNone);
   EXPECT_EQ(options.threads, 1);
+  EXPECT_EQ(options.amp, chorus::torch::AmpMode::kOff);
   EXPECT_EQ(options.summary_json, "");
   EXPECT_EQ(options.progress, TrainOptions::Progress::kAuto);
   EXPECT_EQ(options.pipeline_stages, 1);
@@ -104,6 +105,8 @@ TEST(TrainOptions, EveryFlag) {
   EXPECT_EQ(options.progress, TrainOptions::Progress::kEpochs);
   EXPECT_EQ(parse({"--progress", "live"}).progress, TrainOptions::Progress::kLive);
   EXPECT_EQ(parse({"--compression", "fp16"}).compression, chorus::torch::Compression::kFP16);
+  EXPECT_EQ(parse({"--amp", "bf16"}).amp, chorus::torch::AmpMode::kBF16);
+  EXPECT_EQ(parse({"--amp", "fp16"}).amp, chorus::torch::AmpMode::kFP16);
 }
 
 TEST(TrainOptions, HelpListsTheOptions) {
@@ -112,7 +115,7 @@ TEST(TrainOptions, HelpListsTheOptions) {
   for (const char* flag : {"--epochs", "--batch-size", "--lr", "--seed", "--data-dir", "--model",
                            "--checkpoint-dir", "--resume", "--early-stopping-patience",
                            "--clip-grad-norm", "--accumulate", "--compression", "--threads",
-                           "--summary-json", "--progress"}) {
+                           "--amp", "--summary-json", "--progress"}) {
     EXPECT_THAT(parsed.help, HasSubstr(flag));
   }
 }
@@ -130,6 +133,9 @@ TEST(TrainOptions, BadValuesNameTheFlagAndTheAcceptedValues) {
             "--seed=18446744073709551616 is invalid: expected an integer from 0 to 18446744073709551615");
   EXPECT_EQ(parse_error({"--model", "rnn"}), "--model=rnn is invalid: expected mlp or cnn");
   EXPECT_EQ(parse_error({"--compression", "zip"}), "--compression=zip is invalid: expected none, fp16 or bf16");
+  EXPECT_EQ(parse_error({"--amp", "fp32"}), "--amp=fp32 is invalid: expected off, bf16 or fp16");
+  EXPECT_EQ(parse_error({"--amp", "bf16", "--pipeline-stages", "2"}),
+            "--amp cannot be combined with --pipeline-stages > 1");
   EXPECT_EQ(parse_error({"--accumulate", "0"}), "--accumulate=0 is invalid: expected an integer from 1 to 1024");
   EXPECT_EQ(parse_error({"--threads", "0"}), "--threads=0 is invalid: expected an integer from 1 to 1024");
   EXPECT_EQ(parse_error({"--clip-grad-norm", "-1"}),

@@ -2,8 +2,10 @@
 #pragma once
 
 #include "chorus/chorus.h"
+#include "chorus/torch/autocast.h"
 #include "chorus/torch/distributed_optimizer.h"
 #include "chorus/torch/distributed_sampler.h"
+#include "chorus/torch/grad_scaler.h"
 #include "chorus/torch/learning_rate.h"
 #include "chorus/torch/model_split.h"
 #include "chorus/torch/ops.h"
