@@ -87,6 +87,10 @@ TEST(RunSummary, Json) {
   summary.best_test_loss = 0.125;
   summary.samples_per_second = 1000;
   summary.wall_seconds = 2.5;
+  summary.mean_step_seconds = 0.25;
+  summary.amp = "bf16";
+  summary.amp_skipped_steps = 3;
+  summary.amp_final_scale = 32768;
   summary.parameter_digests = {0xabcdef0123456789ull, 0x1ull};
   EXPECT_EQ(train_mnist::to_json(summary),
             "{\n  \"world_size\": 2,\n  \"model\": \"mlp\",\n  \"pipeline_stages\": 1,\n"
@@ -95,6 +99,8 @@ TEST(RunSummary, Json) {
             "  \"epochs_this_run\": 3,\n  \"stopped_early\": false,\n"
             "  \"final_test_accuracy\": 0.9375,\n  \"final_test_loss\": 0.25,\n  \"best_epoch\": 4,\n"
             "  \"best_test_loss\": 0.125,\n  \"samples_per_second\": 1000,\n  \"wall_seconds\": 2.5,\n"
+            "  \"mean_step_seconds\": 0.25,\n  \"amp\": \"bf16\",\n  \"amp_skipped_steps\": 3,\n"
+            "  \"amp_final_scale\": 32768,\n"
             "  \"parameter_digests\": [\"abcdef0123456789\", \"1\"]\n}\n");
   summary.final_test_loss = NAN;
   summary.best_test_loss = INFINITY;
