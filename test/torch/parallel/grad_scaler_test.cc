@@ -3,7 +3,8 @@
 // DistributedOptimizer (the inf travels in the averaged gradients) and with
 // plain optimizers (one allreduce of the flag); a scripted sequence of
 // overflow/finite steps against hand-computed scales and parameters;
-// growth after growth_interval finite steps; unscaling against the plain
+// growth after growth_interval finite steps; a gradient that overflows
+// float16 compression on the wire; unscaling against the plain
 // average computed here.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -140,6 +141,32 @@ TEST_F(GradScalerTest, ScriptedSequenceMatchesHandComputedScales) {
         << "step " << step << ": " << w << " vs " << reference;
   }
   EXPECT_EQ(scaler.skipped_steps(), skipped);
+}
+
+TEST_F(GradScalerTest, Fp16CompressionOverflowIsCaughtAndTheScaleBacksOffUntilItFits) {
+  // Rank 0's gradient is 2 x scale and travels as float16 (largest finite
+  // 65504): at scales 65536 and 32768 it overflows on the wire, which every
+  // rank sees in the sum; at 16384 it fits (the other ranks add zeros).
+  ::torch::Tensor w = ::torch::zeros({3}, ::torch::requires_grad());
+  ::torch::optim::SGD sgd({w}, ::torch::optim::SGDOptions(1.0));
+  chorus::torch::DistributedOptimizerOptions distributed;
+  distributed.name_prefix = "scaler_fp16";
+  distributed.compression = chorus::torch::Compression::kFP16;
+  DistributedOptimizer optimizer(sgd, {{"w", w}}, distributed);
+  GradScaler scaler;
+  const float slope = rank() == 0 ? 2.0f : 0.0f;
+  const std::vector<bool> expected_step = {false, false, true};
+  const std::vector<double> expected_scale = {32768, 16384, 16384};
+  for (size_t i = 0; i < expected_step.size(); ++i) {
+    optimizer.zero_grad();
+    scaler.scale((w * slope).sum()).backward();
+    EXPECT_EQ(scaler.step(optimizer), expected_step[i]) << "step " << i;
+    scaler.update();
+    EXPECT_EQ(scaler.get_scale(), expected_scale[i]) << "step " << i;
+  }
+  // One step of the average 2 / size (rounded to float16 on the way).
+  const ::torch::Tensor expected = ::torch::full({3}, -2.0f / static_cast<float>(size()));
+  EXPECT_TRUE(::torch::allclose(w.detach(), expected, 1e-3, 0)) << w;
 }
 
 TEST_F(GradScalerTest, GrowsAfterGrowthIntervalFiniteSteps) {
