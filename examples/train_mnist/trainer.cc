@@ -66,7 +66,8 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
       train_(load_mnist(options_.data_dir, MnistSplit::kTrain)),
       test_(load_mnist(options_.data_dir, MnistSplit::kTest)),
       sampler_(train_.size(), ct::DistributedSampler::Options{true, false, options_.seed},
-               layout_.data_parallel_size, layout_.pipeline) {
+               layout_.data_parallel_size, layout_.pipeline),
+      batches_(train_, sampler_, options_) {
   torch::set_num_threads(options_.threads);
   torch::manual_seed(options_.seed);
   model_ = make_model(options_.model);
@@ -161,21 +162,21 @@ void Trainer::optimizer_step() {
 
 Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
   model_->train();
-  sampler_.set_epoch(epoch);
-  const std::vector<int64_t> indices = sampler_.indices();
-  const int64_t samples = static_cast<int64_t>(indices.size());
-  const torch::Tensor order = torch::tensor(indices, torch::kInt64);
+  batches_.start_epoch(epoch);
+  const int64_t samples = sampler_.num_samples();
   printer_.start_epoch(epoch + 1, options_.epochs, samples * layout_.data_parallel_size);
 
   const auto start = Clock::now();
   double loss_sum = 0;
   int64_t passes_in_step = 0;
   int64_t trained = 0;  // this rank's (this pipeline's) samples
-  for (int64_t begin = 0; begin < samples; begin += options_.batch_size) {
-    const int64_t count = std::min(options_.batch_size, samples - begin);
-    const torch::Tensor batch = order.narrow(0, begin, count);
-    const torch::Tensor images = train_.images.index_select(0, batch);
-    const torch::Tensor labels = train_.labels.index_select(0, batch);
+  int64_t dealt = 0;    // this rank's samples in the batches so far
+  while (const auto example = batches_.next()) {
+    const int64_t count = example->data.size(0);
+    const int64_t begin = dealt;  // this rank's samples before this batch
+    dealt += count;
+    const torch::Tensor& images = example->data;
+    const torch::Tensor& labels = example->target;
     if (pipeline_) {
       // Only whole micro-batches: the at most M-1 samples left over at the
       // end of an epoch are skipped.
