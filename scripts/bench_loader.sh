@@ -3,6 +3,8 @@
 # preloaded index_select, in the same session: runs alternate (preloaded,
 # prefetch, preloaded, ...) so that load from other processes hits both
 # alike; prints every run and the medians of samples/s and their ratio.
+# Every run trains from the same seed on the same batches, so all must end
+# with the same parameters: the script fails if their digests differ.
 #   scripts/bench_loader.sh [--np N] [--runs R] [--epochs E] [-- extra train_mnist options]
 set -euo pipefail
 
@@ -34,6 +36,7 @@ for ((i = 0; i < runs; ++i)); do
       --progress epochs --loader "$loader" --summary-json "$json" "$@" >/dev/null
     echo "$loader run $i: $(field "$json" samples_per_second) samples/s, accuracy $(field "$json" final_test_accuracy)"
     field "$json" samples_per_second >>"$work/$loader.rates"
+    field "$json" parameter_digests >>"$work/digests"
   done
 done
 python3 - "$work" <<'PY'
@@ -43,3 +46,9 @@ median = {l: statistics.median(float(x) for x in open(f"{work}/{l}.rates")) for 
 print(f"median samples/s: preloaded {median['preloaded']:.0f}, prefetch {median['prefetch']:.0f}, "
       f"prefetch/preloaded {median['prefetch'] / median['preloaded']:.3f}")
 PY
+if [[ $(sort -u "$work/digests" | wc -l) != 1 ]]; then
+  echo "bench_loader: runs ended with different parameters:" >&2
+  sort "$work/digests" | uniq -c >&2
+  exit 1
+fi
+echo "all $((2 * runs)) runs ended with bit-identical parameters"

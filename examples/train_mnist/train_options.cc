@@ -93,7 +93,7 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
        "batch on the training thread (same batches)")
       ("loader-workers", po::value<std::string>()->default_value("1"),
        "background threads of --loader prefetch (1-64)")
-      ("prefetch-depth", po::value<std::string>()->default_value("2"),
+      ("prefetch-depth", po::value<std::string>()->default_value("4"),
        "batches --loader prefetch prepares ahead (1-1024)");
 
   po::variables_map values;

@@ -45,7 +45,7 @@ struct TrainOptions {
   enum class Loader { kPrefetch, kPreloaded };
   Loader loader = Loader::kPrefetch;
   int loader_workers = 1;
-  int64_t prefetch_depth = 2;
+  int64_t prefetch_depth = 4;
 };
 
 // What the command line asked for: options to train with, or help text to

@@ -154,7 +154,7 @@ TEST(TrainOptions, LoaderFlags) {
   const TrainOptions defaults = parse({});
   EXPECT_EQ(defaults.loader, TrainOptions::Loader::kPrefetch);
   EXPECT_EQ(defaults.loader_workers, 1);
-  EXPECT_EQ(defaults.prefetch_depth, 2);
+  EXPECT_EQ(defaults.prefetch_depth, 4);
   const TrainOptions options = parse({"--loader", "preloaded", "--loader-workers", "3", "--prefetch-depth=8"});
   EXPECT_EQ(options.loader, TrainOptions::Loader::kPreloaded);
   EXPECT_EQ(options.loader_workers, 3);

@@ -120,8 +120,14 @@ std::optional<PrefetchLoader::Batch> PrefetchLoader::next() {
   Slot slot = std::move(found->second);
   slots_.erase(found);
   ++next_to_take_;
+  // Wake the workers only once half the depth is used up, so that each
+  // wake-up builds several batches: a thread hand-off costs far more than
+  // building a small batch when ranks share the cores. No starvation: the
+  // batch the consumer waits for is then being built, or none is drawn and
+  // that is below the mark.
+  const bool refill = next_to_draw_ - next_to_take_ <= options_.depth / 2;
   lock.unlock();
-  work_ready_.notify_one();  // one more batch may be drawn
+  if (refill) work_ready_.notify_all();
   if (slot.error) std::rethrow_exception(slot.error);
   return std::move(slot.batch);
 }

@@ -182,7 +182,15 @@ TEST(PrefetchLoaderTest, ASamplerExceptionReachesTheConsumerAfterTheBatchesBefor
   EXPECT_FALSE(loader.next().has_value());
 }
 
-TEST(PrefetchLoaderTest, AtMostDepthBatchesAreDrawnAhead) {
+// Waits (bounded) until `built` reaches `count`, then a little longer, so
+// that a worker drawing beyond it would be seen.
+int settle(const std::atomic<int>& built, int count) {
+  for (int i = 0; i < 500 && built.load() < count; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return built.load();
+}
+
+TEST(PrefetchLoaderTest, AtMostDepthBatchesAreDrawnAheadAndRefilledAtHalf) {
   DistributedSampler sampler = make_sampler(1000, 2);
   std::atomic<int> built{0};
   PrefetchLoader loader(
@@ -191,15 +199,13 @@ TEST(PrefetchLoaderTest, AtMostDepthBatchesAreDrawnAhead) {
         ++built;
         return indices_batch(indices);
       },
-      {2, 4, 3, false});
+      {2, 4, 4, false});
   loader.reset();
-  for (int i = 0; i < 500 && built.load() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(built.load(), 3) << "4 workers, depth 3, nothing taken";
+  EXPECT_EQ(settle(built, 4), 4) << "4 workers, depth 4, nothing taken";
   ASSERT_TRUE(loader.next().has_value());
-  for (int i = 0; i < 500 && built.load() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(built.load(), 4) << "one taken, one more drawn";
+  EXPECT_EQ(settle(built, 5), 4) << "3 of 4 left: above the refill mark";
+  ASSERT_TRUE(loader.next().has_value());
+  EXPECT_EQ(settle(built, 6), 6) << "2 of 4 left: refilled to the depth";
 }
 
 TEST(PrefetchLoaderTest, DestructionWhileWorkersAreBusyJoinsThem) {

@@ -12,7 +12,9 @@
 // batches, in the same order, at any worker count and depth.
 //
 // At most `depth` batches are drawn but not yet taken by the consumer (ready
-// or being built), which bounds the memory held. Threads wait on condition
+// or being built), which bounds the memory held. The workers are woken to
+// refill once the consumer has taken half of them (depth / 2 or fewer left),
+// so that a wake-up builds several batches. Threads wait on condition
 // variables, never spin: ranks are oversubscribed on small machines.
 //
 // An exception from the sampler or from make_batch is handed to the consumer
@@ -61,7 +63,7 @@ class PrefetchLoader {
   struct Options {
     size_t batch_size = 64;
     int workers = 1;     // background threads building batches
-    size_t depth = 2;    // batches drawn ahead of the consumer, at most
+    size_t depth = 4;    // batches drawn ahead of the consumer, at most
     bool pin_memory = false;
   };
 
