@@ -91,7 +91,14 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
        "write a Chrome trace of every stage's forward and backward spans here (rank 0)")
       ("progress", po::value<std::string>()->default_value("auto"),
        "live: a live line during each epoch; epochs: one line per epoch only; "
-       "auto: live when stdout is a terminal");
+       "auto: live when stdout is a terminal")
+      ("loader", po::value<std::string>()->default_value("prefetch"),
+       "prefetch: build the next batches on background threads; preloaded: index_select each "
+       "batch on the training thread (same batches)")
+      ("loader-workers", po::value<std::string>()->default_value("1"),
+       "background threads of --loader prefetch (1-64)")
+      ("prefetch-depth", po::value<std::string>()->default_value("4"),
+       "batches --loader prefetch prepares ahead (1-1024)");
 
   po::variables_map values;
   try {
@@ -180,6 +187,17 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
   } else {
     invalid_option("progress", progress, "auto, live or epochs");
   }
+  const std::string loader = text("loader");
+  if (loader == "prefetch") {
+    options.loader = TrainOptions::Loader::kPrefetch;
+  } else if (loader == "preloaded") {
+    options.loader = TrainOptions::Loader::kPreloaded;
+  } else {
+    invalid_option("loader", loader, "prefetch or preloaded");
+  }
+  options.loader_workers =
+      static_cast<int>(parse_integer_option("loader-workers", text("loader-workers"), 1, 64));
+  options.prefetch_depth = parse_integer_option("prefetch-depth", text("prefetch-depth"), 1, 1024);
   parsed.options = options;
   return parsed;
 }

@@ -44,6 +44,12 @@ struct TrainOptions {
   // output goes to a file, so scripts pass "epochs" (epoch lines only).
   enum class Progress { kAuto, kLive, kEpochs };
   Progress progress = Progress::kAuto;
+  // Training batches: built ahead on background threads by a PrefetchLoader,
+  // or index_select()ed on the training thread as before (same batches).
+  enum class Loader { kPrefetch, kPreloaded };
+  Loader loader = Loader::kPrefetch;
+  int loader_workers = 1;
+  int64_t prefetch_depth = 4;
 };
 
 // What the command line asked for: options to train with, or help text to

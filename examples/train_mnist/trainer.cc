@@ -74,6 +74,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
       test_(load_mnist(options_.data_dir, MnistSplit::kTest)),
       sampler_(train_.size(), ct::DistributedSampler::Options{true, false, options_.seed},
                layout_.data_parallel_size, layout_.pipeline),
+      batches_(train_, sampler_, options_),
       scaler_(scaler_options(options_.amp)) {
   // The same answer on every rank, so every rank refuses together.
   ct::check_amp_supported(options_.amp);
@@ -181,21 +182,21 @@ void Trainer::optimizer_step() {
 
 Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
   model_->train();
-  sampler_.set_epoch(epoch);
-  const std::vector<int64_t> indices = sampler_.indices();
-  const int64_t samples = static_cast<int64_t>(indices.size());
-  const torch::Tensor order = torch::tensor(indices, torch::kInt64);
+  batches_.start_epoch(epoch);
+  const int64_t samples = sampler_.num_samples();
   printer_.start_epoch(epoch + 1, options_.epochs, samples * layout_.data_parallel_size);
 
   const auto start = Clock::now();
   double loss_sum = 0;
   int64_t passes_in_step = 0;
   int64_t trained = 0;  // this rank's (this pipeline's) samples
-  for (int64_t begin = 0; begin < samples; begin += options_.batch_size) {
-    const int64_t count = std::min(options_.batch_size, samples - begin);
-    const torch::Tensor batch = order.narrow(0, begin, count);
-    const torch::Tensor images = train_.images.index_select(0, batch);
-    const torch::Tensor labels = train_.labels.index_select(0, batch);
+  int64_t dealt = 0;    // this rank's samples in the batches so far
+  while (const auto example = batches_.next()) {
+    const int64_t count = example->data.size(0);
+    const int64_t begin = dealt;  // this rank's samples before this batch
+    dealt += count;
+    const torch::Tensor& images = example->data;
+    const torch::Tensor& labels = example->target;
     if (pipeline_) {
       // Only whole micro-batches: the at most M-1 samples left over at the
       // end of an epoch are skipped.

@@ -25,6 +25,7 @@
 
 #include <torch/optim/adam.h>
 
+#include "batch_source.h"
 #include "checkpoint.h"
 #include "chorus/torch.h"
 #include "mnist_idx.h"
@@ -93,6 +94,7 @@ class Trainer {
   // Null in a pipeline without data parallelism (nothing to average).
   std::unique_ptr<chorus::torch::DistributedOptimizer> optimizer_;
   chorus::torch::DistributedSampler sampler_;
+  BatchSource batches_;  // after sampler_ and train_, which it uses
   TrainingProgress progress_;
   // Enabled with --amp: scales the loss, skips steps with inf/NaN gradients
   // on any rank. (Its state is not in checkpoints: a resumed run restarts

@@ -353,5 +353,52 @@ TEST_F(TrainMnistParallel, PipelineLayoutErrorsFailEveryRankBeforeTraining) {
                                    std::to_string(o.pipeline_stages));
 }
 
+// --loader prefetch (the default) hands the trainer exactly the batches of
+// the original path (--loader preloaded: index_select on the training
+// thread), batch for batch over epochs, at any worker count; so training
+// with it ends bit-identical: same parameters, same test loss.
+TEST_F(TrainMnistParallel, PrefetchLoaderGivesThePreloadedBatchesAndTheSameTraining) {
+  const train_mnist::MnistData data = train_mnist::load_mnist(root_ + "/data", train_mnist::MnistSplit::kTrain);
+  TrainOptions preloaded = options(3, "");
+  preloaded.loader = TrainOptions::Loader::kPreloaded;
+  for (int workers : {1, 3}) {
+    TrainOptions prefetch = options(3, "");
+    prefetch.loader = TrainOptions::Loader::kPrefetch;
+    prefetch.loader_workers = workers;
+    prefetch.prefetch_depth = 1 + workers;
+    prefetch.batch_size = preloaded.batch_size = 24;  // 128 per rank: a partial last batch
+    chorus::torch::DistributedSampler sampler_a(data.size(), {true, false, 7});
+    chorus::torch::DistributedSampler sampler_b(data.size(), {true, false, 7});
+    train_mnist::BatchSource reference(data, sampler_a, preloaded);
+    train_mnist::BatchSource loader(data, sampler_b, prefetch);
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      reference.start_epoch(epoch);
+      loader.start_epoch(epoch);
+      int batches = 0;
+      while (auto expected = reference.next()) {
+        auto got = loader.next();
+        ASSERT_TRUE(got.has_value()) << "epoch " << epoch << " batch " << batches;
+        EXPECT_TRUE(torch::equal(got->data, expected->data)) << "epoch " << epoch << " batch " << batches;
+        EXPECT_TRUE(torch::equal(got->target, expected->target));
+        ++batches;
+      }
+      EXPECT_FALSE(loader.next().has_value());
+      EXPECT_EQ(batches, 6);
+    }
+  }
+  std::vector<torch::Tensor> with_preloaded, with_prefetch;
+  preloaded.batch_size = 16;
+  const RunSummary a = train(preloaded, &with_preloaded);
+  TrainOptions prefetch = options(3, "");
+  prefetch.loader_workers = 2;
+  const RunSummary b = train(prefetch, &with_prefetch);
+  EXPECT_EQ(a.final_test_loss, b.final_test_loss);
+  EXPECT_EQ(a.final_test_accuracy, b.final_test_accuracy);
+  ASSERT_EQ(with_preloaded.size(), with_prefetch.size());
+  for (size_t i = 0; i < with_preloaded.size(); ++i) {
+    EXPECT_TRUE(torch::equal(with_preloaded[i], with_prefetch[i])) << "parameter " << i;
+  }
+}
+
 }  // namespace
 }  // namespace train_mnist_test

@@ -156,5 +156,21 @@ TEST(TrainOptions, UnknownOrIncompleteFlags) {
             "Unexpected argument 'extra': train_mnist takes options only (train_mnist --help lists them)");
 }
 
+TEST(TrainOptions, LoaderFlags) {
+  const TrainOptions defaults = parse({});
+  EXPECT_EQ(defaults.loader, TrainOptions::Loader::kPrefetch);
+  EXPECT_EQ(defaults.loader_workers, 1);
+  EXPECT_EQ(defaults.prefetch_depth, 4);
+  const TrainOptions options = parse({"--loader", "preloaded", "--loader-workers", "3", "--prefetch-depth=8"});
+  EXPECT_EQ(options.loader, TrainOptions::Loader::kPreloaded);
+  EXPECT_EQ(options.loader_workers, 3);
+  EXPECT_EQ(options.prefetch_depth, 8);
+  EXPECT_EQ(parse_error({"--loader", "tfdata"}), "--loader=tfdata is invalid: expected prefetch or preloaded");
+  EXPECT_EQ(parse_error({"--loader-workers", "0"}),
+            "--loader-workers=0 is invalid: expected an integer from 1 to 64");
+  EXPECT_EQ(parse_error({"--prefetch-depth", "0"}),
+            "--prefetch-depth=0 is invalid: expected an integer from 1 to 1024");
+}
+
 }  // namespace
 }  // namespace train_mnist_test

@@ -1,6 +1,9 @@
 // DistributedSampler: one permutation per (seed, epoch), dealt round-robin.
 #include "chorus/torch/distributed_sampler.h"
 
+#include <torch/serialize/archive.h>
+
+#include <algorithm>
 #include <random>
 #include <string>
 #include <utility>
@@ -64,10 +67,16 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, Options options, in
                                         std::to_string(num_replicas_ - 1) +
                                         ", or a negative value for chorus::rank()"));
   }
+  check_dataset_size();
+  reset();
+}
+
+void DistributedSampler::check_dataset_size() const {
   if (dataset_size_ < num_replicas_) {
     throw Error(Status::InvalidArgument(
-        what + "dataset_size " + std::to_string(dataset_size_) + " is smaller than num_replicas " +
-        std::to_string(num_replicas_) + "; expected at least one sample per rank"));
+        "DistributedSampler: dataset_size " + std::to_string(dataset_size_) +
+        " is smaller than num_replicas " + std::to_string(num_replicas_) +
+        "; expected at least one sample per rank"));
   }
 }
 
@@ -97,6 +106,67 @@ std::vector<int64_t> DistributedSampler::indices() const {
   mine.reserve(static_cast<size_t>(num_samples()));
   for (int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(order[static_cast<size_t>(i)]);
   return mine;
+}
+
+void DistributedSampler::reset(::torch::optional<size_t> new_size) {
+  if (new_size) {
+    const int64_t previous = dataset_size_;
+    dataset_size_ = static_cast<int64_t>(*new_size);
+    try {
+      check_dataset_size();
+    } catch (...) {
+      dataset_size_ = previous;
+      throw;
+    }
+  }
+  dealt_ = indices();
+  position_ = 0;
+}
+
+::torch::optional<std::vector<size_t>> DistributedSampler::next(size_t batch_size) {
+  if (batch_size == 0) {
+    throw Error(Status::InvalidArgument(
+        "DistributedSampler::next: batch_size is 0; expected at least 1 index per batch"));
+  }
+  if (position_ >= dealt_.size()) return ::torch::nullopt;
+  const size_t end = std::min(dealt_.size(), position_ + batch_size);
+  std::vector<size_t> batch;
+  batch.reserve(end - position_);
+  for (size_t i = position_; i < end; ++i) batch.push_back(static_cast<size_t>(dealt_[i]));
+  position_ = end;
+  return batch;
+}
+
+void DistributedSampler::save(::torch::serialize::OutputArchive& archive) const {
+  archive.write("epoch", ::torch::tensor(epoch_, ::torch::kInt64), /*is_buffer=*/true);
+  archive.write("position", ::torch::tensor(static_cast<int64_t>(position_), ::torch::kInt64),
+                /*is_buffer=*/true);
+  archive.write("dataset_size", ::torch::tensor(dataset_size_, ::torch::kInt64),
+                /*is_buffer=*/true);
+}
+
+void DistributedSampler::load(::torch::serialize::InputArchive& archive) {
+  ::torch::Tensor epoch;
+  ::torch::Tensor position;
+  ::torch::Tensor dataset_size;
+  archive.read("epoch", epoch, /*is_buffer=*/true);
+  archive.read("position", position, /*is_buffer=*/true);
+  archive.read("dataset_size", dataset_size, /*is_buffer=*/true);
+  if (dataset_size.item<int64_t>() != dataset_size_) {
+    throw Error(Status::InvalidArgument(
+        "DistributedSampler::load: the saved sampler dealt a dataset of " +
+        std::to_string(dataset_size.item<int64_t>()) + " samples; expected this sampler's " +
+        std::to_string(dataset_size_)));
+  }
+  epoch_ = epoch.item<int64_t>();
+  reset();
+  const int64_t saved_position = position.item<int64_t>();
+  if (saved_position < 0 || saved_position > static_cast<int64_t>(dealt_.size())) {
+    throw Error(Status::InvalidArgument(
+        "DistributedSampler::load: saved position " + std::to_string(saved_position) +
+        " is outside this epoch's " + std::to_string(dealt_.size()) + " indices"));
+  }
+  position_ = static_cast<size_t>(saved_position);
 }
 
 }  // namespace torch

@@ -8,6 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <torch/data.h>
+#include <torch/serialize.h>
+
+#include <sstream>
+
 #include "chorus/status.h"
 #include "chorus/torch/distributed_sampler.h"
 
@@ -164,6 +169,102 @@ TEST(DistributedSamplerTest, BadArgumentsAreNamed) {
   EXPECT_THAT(error_of(10, 3, 3), HasSubstr("rank 3 is out of range; expected 0 to 2"));
   EXPECT_THAT(error_of(10, 0, 0), HasSubstr("num_replicas is 0"));
   EXPECT_THAT(error_of(-1, 1, 0), HasSubstr("dataset_size -1 is smaller than num_replicas 1"));
+}
+
+// As a torch::data sampler: next() hands out indices() in batches.
+std::vector<int64_t> drain(DistributedSampler& sampler, size_t batch_size) {
+  std::vector<int64_t> all;
+  while (auto batch = sampler.next(batch_size)) {
+    EXPECT_LE(batch->size(), batch_size);
+    EXPECT_FALSE(batch->empty());
+    all.insert(all.end(), batch->begin(), batch->end());
+  }
+  return all;
+}
+
+TEST(DistributedSamplerTest, NextHandsOutTheEpochsIndicesInBatches) {
+  DistributedSampler::Options options;
+  options.seed = 5;
+  DistributedSampler sampler(103, options, 3, 1);
+  EXPECT_EQ(drain(sampler, 7), sampler.indices());  // the constructor reset for epoch 0
+  EXPECT_FALSE(sampler.next(7).has_value());
+  sampler.set_epoch(3);
+  EXPECT_FALSE(sampler.next(1).has_value()) << "set_epoch alone does not restart the epoch";
+  sampler.reset();
+  DistributedSampler reference(103, options, 3, 1);
+  reference.set_epoch(3);
+  EXPECT_EQ(drain(sampler, 100), reference.indices());
+  EXPECT_THAT(([&] {
+                try {
+                  sampler.next(0);
+                } catch (const chorus::Error& e) {
+                  return std::string(e.what());
+                }
+                return std::string();
+              })(),
+              HasSubstr("batch_size is 0"));
+}
+
+TEST(DistributedSamplerTest, ResetWithANewSizeDealsThatDataset) {
+  DistributedSampler sampler(10, {}, 2, 0);
+  sampler.reset(40);
+  EXPECT_EQ(drain(sampler, 3), DistributedSampler(40, {}, 2, 0).indices());
+  EXPECT_THROW(sampler.reset(1), chorus::Error);
+  EXPECT_EQ(sampler.num_samples(), 20) << "a refused size leaves the sampler as it was";
+}
+
+TEST(DistributedSamplerTest, SaveAndLoadContinueWhereTheSamplerWas) {
+  DistributedSampler::Options options;
+  options.seed = 11;
+  DistributedSampler saved(50, options, 2, 1);
+  saved.set_epoch(2);
+  saved.reset();
+  ASSERT_TRUE(saved.next(4).has_value());
+  std::stringstream stream;
+  {
+    torch::serialize::OutputArchive archive;
+    saved.save(archive);
+    archive.save_to(stream);
+  }
+  const std::vector<int64_t> rest = drain(saved, 4);
+  DistributedSampler loaded(50, options, 2, 1);
+  torch::serialize::InputArchive archive;
+  archive.load_from(stream);
+  loaded.load(archive);
+  EXPECT_EQ(loaded.epoch(), 2);
+  EXPECT_EQ(loaded.position(), 4u);
+  EXPECT_EQ(drain(loaded, 4), rest);
+
+  DistributedSampler other_size(60, options, 2, 1);
+  stream.seekg(0);
+  torch::serialize::InputArchive again;
+  again.load_from(stream);
+  try {
+    other_size.load(again);
+    ADD_FAILURE() << "loading a sampler of another dataset size must fail";
+  } catch (const chorus::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("dataset of 50 samples; expected this sampler's 60"));
+  }
+}
+
+// LibTorch's own DataLoader takes it as its sampler and yields exactly the
+// samples of indices(), in order.
+TEST(DistributedSamplerTest, DrivesLibTorchsDataLoader) {
+  DistributedSampler::Options options;
+  options.seed = 3;
+  DistributedSampler sampler(30, options, 2, 0);
+  sampler.set_epoch(1);
+  auto dataset = torch::data::datasets::TensorDataset(torch::arange(100, 130, torch::kInt64))
+                     .map(torch::data::transforms::Stack<torch::data::TensorExample>());
+  auto loader = torch::data::make_data_loader(std::move(dataset), sampler,
+                                              torch::data::DataLoaderOptions().batch_size(4));
+  std::vector<int64_t> seen;
+  for (auto& batch : *loader) {
+    for (int64_t i = 0; i < batch.data.size(0); ++i) seen.push_back(batch.data[i].item<int64_t>() - 100);
+  }
+  DistributedSampler reference(30, options, 2, 0);
+  reference.set_epoch(1);
+  EXPECT_EQ(seen, reference.indices());
 }
 
 }  // namespace

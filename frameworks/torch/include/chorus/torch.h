@@ -10,4 +10,5 @@
 #include "chorus/torch/model_split.h"
 #include "chorus/torch/ops.h"
 #include "chorus/torch/pipeline.h"
+#include "chorus/torch/prefetch_loader.h"
 #include "chorus/torch/state_broadcast.h"

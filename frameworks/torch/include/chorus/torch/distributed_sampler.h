@@ -10,15 +10,25 @@
 //
 // Not LibTorch's DistributedRandomSampler: that one seeds its shuffle with the
 // epoch number only, so two runs with different seeds see the same order.
+//
+// It is also a torch::data sampler (Sampler<std::vector<size_t>>), so that
+// LibTorch's data loaders and chorus::torch::PrefetchLoader can draw batches
+// from it: set_epoch(e), then reset() deals epoch e's indices() again and
+// next(batch_size) hands them out in order. As in LibTorch's
+// DistributedRandomSampler, set_epoch only records the epoch (reset() uses
+// it), so it does not disturb a loader's workers calling next().
 #pragma once
 
+#include <torch/data/samplers/base.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace chorus {
 namespace torch {
 
-class DistributedSampler {
+class DistributedSampler : public ::torch::data::samplers::Sampler<std::vector<size_t>> {
  public:
   struct Options {
     bool shuffle = true;
@@ -36,12 +46,30 @@ class DistributedSampler {
   // Samples per rank per epoch (equal on every rank).
   int64_t num_samples() const;
 
+  // torch::data::samplers::Sampler: deals the current epoch's indices() from
+  // the start; new_size, if given, becomes the dataset size (checked as in
+  // the constructor). The constructor has already reset for epoch 0.
+  void reset(::torch::optional<size_t> new_size = ::torch::nullopt) override;
+  // Up to batch_size of this epoch's indices after the ones already handed
+  // out; nullopt once all are. Throws chorus::Error for batch_size 0.
+  ::torch::optional<std::vector<size_t>> next(size_t batch_size) override;
+  // The epoch, the position in it and the dataset size; load() checks the
+  // size against this sampler's and deals that epoch from that position.
+  void save(::torch::serialize::OutputArchive& archive) const override;
+  void load(::torch::serialize::InputArchive& archive) override;
+  // Indices handed out by next() since the last reset().
+  size_t position() const { return position_; }
+
  private:
+  void check_dataset_size() const;
+
   int64_t dataset_size_;
   Options options_;
   int num_replicas_;
   int rank_;
   int64_t epoch_ = 0;
+  std::vector<int64_t> dealt_;  // indices() as of the last reset()
+  size_t position_ = 0;
 };
 
 }  // namespace torch
