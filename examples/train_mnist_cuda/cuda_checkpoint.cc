@@ -13,7 +13,7 @@ namespace {
 
 using train_mnist::fail;
 
-const chorus::CheckedFileFormat kFormat{"CHORUS-MNIST-CUDA-CHECKPOINT 1", "train_mnist_cuda checkpoint"};
+const chorus::CheckedFileFormat kFormat{"CHORUS-MNIST-CUDA-CHECKPOINT 2", "train_mnist_cuda checkpoint"};
 
 void append_u64(std::string& out, uint64_t value) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));

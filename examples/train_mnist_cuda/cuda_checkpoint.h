@@ -5,7 +5,7 @@
 // with train_mnist's. The header is chorus/checked_file.h's.
 //
 // File layout (integers and floats little-endian):
-//   "CHORUS-MNIST-CUDA-CHECKPOINT 1\n"
+//   "CHORUS-MNIST-CUDA-CHECKPOINT 2\n" (2: the XXH3 checksum; 1 had FNV-1a)
 //   u64 payload length, u64 XXH3-64 checksum of the payload (chorus::checksum64)
 //   payload:
 //     u64 length + signature text (mlp_signature())
