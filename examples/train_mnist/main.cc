@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "checkpoint.h"
+#include "chorus/atomic_file.h"
 #include "chorus/chorus.h"
 #include "run_summary.h"
 #include "train_options.h"
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
     Trainer trainer(options, std::cout, live);
     const RunSummary summary = trainer.run();
     if (rank == 0 && !options.summary_json.empty()) {
-      write_file_atomically(options.summary_json, to_json(summary));
+      chorus::write_file_atomically(options.summary_json, to_json(summary), "run summary");
     }
   } catch (const std::exception& e) {
     // Shutting down tells the other ranks, whose pending collectives then

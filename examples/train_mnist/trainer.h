@@ -9,7 +9,10 @@
 // tensors. The DistributedOptimizer averages gradients across ranks. After
 // each epoch every rank evaluates its share of the test set and the sums are
 // allreduced, so all ranks see the same test loss and take the same
-// early-stopping decision; rank 0 writes the checkpoints.
+// early-stopping decision (chorus::torch::EarlyStopping, agreeing on rank 0's
+// value). Checkpoints go through chorus::torch::CheckpointManager: rank 0
+// writes them; on --resume rank 0 reads the newest and every rank loads its
+// bytes (model, Adam, gradient scaler, progress).
 //
 // With --pipeline-stages S > 1 the model's layers() are split over S
 // consecutive ranks (chorus::torch::Pipeline): the sampler then shares the
@@ -21,6 +24,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include <torch/optim/adam.h>
@@ -64,8 +68,8 @@ class Trainer {
     double accuracy = 0;
   };
 
-  // Loads the checkpoint on rank 0 when resuming (and creates the checkpoint
-  // folder); every rank gets rank 0's outcome, state and progress.
+  // Creates the checkpoint folder (rank 0) and, when resuming, loads the
+  // newest checkpoint on every rank; then every rank takes rank 0's state.
   void restore_and_synchronize();
   EpochMetrics train_epoch(int64_t epoch);
   void optimizer_step();
@@ -77,8 +81,7 @@ class Trainer {
   // (zeros on pipeline stages other than the last).
   std::pair<double, double> evaluate_chunk(const torch::Tensor& chunk);
   Evaluation evaluate();
-  // Rank 0 writes last.ckpt (and best.ckpt); every rank learns whether it worked.
-  void save_checkpoints(bool best);
+  chorus::torch::CheckpointContents checkpoint_contents();
   std::vector<uint64_t> parameter_digests();
 
   TrainOptions options_;
@@ -95,10 +98,14 @@ class Trainer {
   std::unique_ptr<chorus::torch::DistributedOptimizer> optimizer_;
   chorus::torch::DistributedSampler sampler_;
   BatchSource batches_;  // after sampler_ and train_, which it uses
-  TrainingProgress progress_;
+  // One update per epoch with the test loss: the epochs completed, the best
+  // epoch and the early-stopping count.
+  chorus::torch::EarlyStopping stopping_;
+  double last_test_accuracy_;
+  std::optional<chorus::torch::CheckpointManager> checkpoints_;  // with --checkpoint-dir
+  chorus::torch::CheckpointExtras extras_;  // the progress, as checkpoints carry it
   // Enabled with --amp: scales the loss, skips steps with inf/NaN gradients
-  // on any rank. (Its state is not in checkpoints: a resumed run restarts
-  // at the initial scale.)
+  // on any rank. Its state (scale, growth tracker) is in the checkpoints.
   chorus::torch::GradScaler scaler_;
   int64_t optimizer_steps_ = 0;  // this run
 };
