@@ -49,6 +49,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -219,9 +220,20 @@ int heartbeat(int rank, const std::string& victim_list) {
   std::printf("FAULT_READY rank=%d pid=%d host=%s\n", rank, static_cast<int>(getpid()), host_name().c_str());
   std::fflush(stdout);
   const std::string error = outcome(pending, std::chrono::seconds(120));
-  std::printf("FAULT_HEARTBEAT rank=%d role=%s at=%.3f error=%s\n", rank, victim ? "victim" : "survivor",
-              wall_clock_seconds(), error.empty() ? "none: the allreduce succeeded" : error.c_str());
+  char line[4096];
+  std::snprintf(line, sizeof line, "FAULT_HEARTBEAT rank=%d role=%s at=%.3f error=%s\n", rank,
+                victim ? "victim" : "survivor", wall_clock_seconds(),
+                error.empty() ? "none: the allreduce succeeded" : error.c_str());
+  std::fputs(line, stdout);
   std::fflush(stdout);
+  // A rank cut off from the launcher cannot get its output through: it
+  // writes the line where the driver looks too (hosts share /tmp here).
+  if (const char* dir = std::getenv("FAULT_REPORT_DIR")) {
+    if (FILE* file = std::fopen((std::string(dir) + "/rank-" + std::to_string(rank)).c_str(), "w")) {
+      std::fputs(line, file);
+      std::fclose(file);
+    }
+  }
   std::this_thread::sleep_for(std::chrono::seconds(120));
   return 0;
 }
