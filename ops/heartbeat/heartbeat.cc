@@ -242,7 +242,7 @@ void Heartbeat::declare(int subject, int reporter, double silent_seconds) {
 }
 
 void Heartbeat::run() {
-  pthread_setname_np(pthread_self(), "chorus-heartbeat");
+  pthread_setname_np(pthread_self(), "chorus-hb");  // at most 15 characters
   const auto timeout = std::chrono::duration_cast<Clock::duration>(options_.timeout);
   const Clock::duration interval = timeout / 4;
   Clock::time_point now = Clock::now();
