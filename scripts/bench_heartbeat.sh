@@ -7,20 +7,22 @@
 # in every round (off, 30, 3, then 3, 30, off, ...) so that the machine's
 # noise falls on all of them. Prints the median and minimum of each over the
 # rounds, with the load average.
-#   scripts/bench_heartbeat.sh [--rounds N] [--np N] [--idle-seconds S] [--build-dir DIR]
-# Defaults: 6 rounds, np 2, a 10 s idle window. Run it on a quiet machine:
-# check `uptime` first (other builds make every figure noisy).
+#   scripts/bench_heartbeat.sh [--rounds N] [--np N] [--idle-seconds S] [--build-dir DIR] [--json PATH]
+# Defaults: 6 rounds, np 2, a 10 s idle window. --json also writes every
+# round's figures (scripts/bench_report.sh's section (g) reads them). Run it
+# on a quiet machine: check `uptime` first (other builds make figures noisy).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rounds=6 np=2 idle=10 build_dir="$root/build"
+rounds=6 np=2 idle=10 build_dir="$root/build" json=""
 while (($#)); do
   case "$1" in
     --rounds) rounds=$2 ;;
     --np) np=$2 ;;
     --idle-seconds) idle=$2 ;;
     --build-dir) build_dir=$2 ;;
-    -h | --help) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    --json) json=$2 ;;
+    -h | --help) sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "bench_heartbeat: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -46,9 +48,10 @@ for round in $(seq "$rounds"); do
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$results" <<'PY'
+python3 - "$results" "$np" "$rounds" "$idle" "$json" <<'PY'
 import glob, json, statistics, sys
-results = sys.argv[1]
+results, np, rounds, idle, json_path = sys.argv[1:]
+summary = {"np": int(np), "rounds": int(rounds), "idle_seconds": float(idle), "latency_repeats": 2000, "settings": []}
 print(f"\n{'heartbeat':>14} {'4 KiB latency median (min)':>28} {'raw MPI median':>15} "
       f"{'idle process CPU median (max)':>30} {'heartbeat thread CPU':>21} {'its wake-ups/s':>15}")
 for timeout in ("0", "30", "3"):
@@ -65,4 +68,16 @@ for timeout in ("0", "30", "3"):
     wake_text = "-" if None in wakes else f"{statistics.median(wakes) / seconds:.2f}"
     print(f"{name:>14} {statistics.median(lat):>18.2f} us ({lat_min:.2f}) {statistics.median(mpi):>12.2f} us "
           f"{statistics.median(idle):>20.3f}% ({max(idle):.3f}%) {hb_text:>21} {wake_text:>15}")
+    summary["settings"].append({
+        "timeout_seconds": float(timeout),
+        "latency_median_s": [r["latency"]["chorus"]["median_s"] for r in runs],
+        "latency_min_s": [r["latency"]["chorus"]["min_s"] for r in runs],
+        "mpi_latency_median_s": [r["latency"]["mpi"]["median_s"] for r in runs],
+        "idle_percent": idle,
+        "heartbeat_percent": None if None in hb else hb,
+        "heartbeat_wakeups": None if None in wakes else wakes,
+        "load_average": [r.get("load_average") for r in runs]})
+if json_path:
+    json.dump(summary, open(json_path, "w"), indent=1)
+    print(f"JSON written to {json_path}")
 PY
