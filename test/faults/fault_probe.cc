@@ -25,8 +25,9 @@
 //                              FAULT_READY, then waits. The driver
 //                              (run_heartbeat_test.sh) freezes, kills or cuts
 //                              off the victims; each rank whose handle then
-//                              fails prints FAULT_HEARTBEAT with the error
-//                              and the wall-clock time, then sleeps: the
+//                              fails prints FAULT_HEARTBEAT with the error,
+//                              the wall-clock time and whether its device's
+//                              backend was aborted, then sleeps: the
 //                              heartbeat, not the program, must end the job.
 //   fault_probe slow <token> <seconds>
 //                              the last rank sleeps in its own code for
@@ -221,8 +222,11 @@ int heartbeat(int rank, const std::string& victim_list) {
   std::fflush(stdout);
   const std::string error = outcome(pending, std::chrono::seconds(120));
   char line[4096];
-  std::snprintf(line, sizeof line, "FAULT_HEARTBEAT rank=%d role=%s at=%.3f error=%s\n", rank,
-                victim ? "victim" : "survivor", wall_clock_seconds(),
+  // A device collective waiting for the lost rank would never end: the
+  // heartbeat must have aborted the device's backend with the reason.
+  const bool device_aborted = test_device_backend->aborted_reason().find("stopped answering") != std::string::npos;
+  std::snprintf(line, sizeof line, "FAULT_HEARTBEAT rank=%d role=%s at=%.3f device=%s error=%s\n", rank,
+                victim ? "victim" : "survivor", wall_clock_seconds(), device_aborted ? "aborted" : "running",
                 error.empty() ? "none: the allreduce succeeded" : error.c_str());
   std::fputs(line, stdout);
   std::fflush(stdout);

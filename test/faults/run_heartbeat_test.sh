@@ -155,6 +155,8 @@ else
     line=$(cat "$output" "$report_dir"/* 2>/dev/null | grep "^FAULT_HEARTBEAT rank=$1 " | head -n 1)
     [[ -n $line ]] || fail "rank $1 reported nothing"
     [[ $line =~ $2 ]] || fail "rank $1's error does not match '$2': $line"
+    # The heartbeat aborts the backends (a device collective would wait forever).
+    [[ $fault == kill || $line == *" device=aborted "* ]] || fail "rank $1's device backend was not aborted: $line"
     at=$(sed -n 's/.* at=\([0-9.]*\) .*/\1/p' <<<"$line")
     late=$(awk -v a="$at" -v f="$fault_at" -v l=$((timeout_s + margin_s)) 'BEGIN { print (a - f > l) ? 1 : 0 }')
     [[ $late -eq 0 ]] || fail "rank $1 reported $(elapsed "$fault_at" "$at") s after the $fault (limit $((timeout_s + margin_s)) s)"
