@@ -129,7 +129,7 @@ StackId this_stack() {
   std::string uuid;
   boot >> uuid;
   uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
-  if (uuid.size() == 32) {
+  if (uuid.size() == 32 && uuid.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos) {
     id[0] = std::stoull(uuid.substr(0, 16), nullptr, 16);
     id[1] = std::stoull(uuid.substr(16), nullptr, 16);
   }
