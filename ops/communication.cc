@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <thread>
+
+#include <unistd.h>
 
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_context.h"
@@ -138,10 +141,29 @@ const ProcessSetComm* Communication::process_set(int32_t id) const {
   return it == process_sets_.end() ? nullptr : it->second.get();
 }
 
-void Communication::abort_job(const std::string& reason) {
-  std::fprintf(stderr, "[chorus rank %d] aborting the job: %s\n", topology_.rank, reason.c_str());
+Status Communication::start_heartbeat(const HeartbeatOptions& options, Heartbeat::OnLost on_lost,
+                                      std::unique_ptr<Heartbeat>* out) {
+  MpiSetupChannel channel(mpi_->control_comm());
+  const int rank = topology_.rank;
+  return Heartbeat::start(channel, options, std::move(on_lost),
+                          [rank](const std::string& reason) { abort_mpi_job(rank, reason); }, out);
+}
+
+void abort_mpi_job(int rank, const std::string& reason) {
+  constexpr int kExitStatus = 70;
+  // Long enough for Open MPI to end the job in the normal way (about a
+  // second here), so that its launcher reports the abort.
+  static constexpr std::chrono::seconds kWatchdog{5};
+  std::thread([rank] {
+    std::this_thread::sleep_for(kWatchdog);
+    std::fprintf(stderr, "[chorus rank %d] MPI_Abort did not end this process within %lld s: exiting\n", rank,
+                 static_cast<long long>(kWatchdog.count()));
+    std::fflush(stderr);
+    _exit(kExitStatus);
+  }).detach();
+  std::fprintf(stderr, "[chorus rank %d] aborting the job: %s\n", rank, reason.c_str());
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 70);
+  MPI_Abort(MPI_COMM_WORLD, kExitStatus);
 }
 
 Communication::~Communication() {

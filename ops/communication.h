@@ -15,6 +15,7 @@
 #include "protocol/controller_transport.h"
 #include "protocol/cycle_trigger.h"
 #include "ops/backend_registry.h"
+#include "ops/heartbeat/heartbeat.h"
 #include "ops/local_peers.h"
 #include "ops/process_set_comm.h"
 #include "ops/point_to_point.h"
@@ -23,6 +24,12 @@
 namespace chorus {
 
 class MpiContext;
+
+// abort_job() without the object (for threads that may outlive it). If
+// MPI_Abort has not ended this process after a few seconds (a launcher it
+// cannot reach any more: a cut link), the process exits by itself, so that
+// no rank lingers.
+void abort_mpi_job(int rank, const std::string& reason);
 
 class Communication {
  public:
@@ -50,7 +57,11 @@ class Communication {
   Status use_allreduce_algorithm(const std::string& algorithm) { return host_->use_allreduce_algorithm(algorithm); }
   // Ends every rank of the job (MPI_Abort) after printing `reason`: for a
   // rank that cannot go on while its peers may be waiting for it.
-  void abort_job(const std::string& reason);
+  void abort_job(const std::string& reason) { abort_mpi_job(topology_.rank, reason); }
+  // Collective: the heartbeat (ops/heartbeat/heartbeat.h) over every rank of
+  // the job; it ends the job with abort_mpi_job.
+  Status start_heartbeat(const HeartbeatOptions& options, Heartbeat::OnLost on_lost,
+                         std::unique_ptr<Heartbeat>* out);
 
   // Process sets other than the global one (ops/process_set_comm.h).
   // Collective over every rank of the job, called by the background thread

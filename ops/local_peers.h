@@ -9,8 +9,8 @@
 // wait would last until the stall inspector fires, or forever. So the cycle
 // triggers check the processes of this host's peers between sleeps, once per
 // interval, and only while they wait for them: an idle rank still sleeps
-// without waking. A dead peer on another host is not visible this way; that
-// takes a heartbeat.
+// without waking. A dead peer on another host is not visible this way: the
+// heartbeat (ops/heartbeat/heartbeat.h) sees those, and frozen ones.
 //
 // A process is identified by its pid and its start time, which the peer
 // reports itself: a pid reused after the peer died is not taken for it, and a

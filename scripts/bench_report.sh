@@ -15,7 +15,9 @@
 #       against MPI_Send/Recv and MPI_Isend/Irecv, 256 B to 4 MiB;
 #   (f) the pipeline bubble of GPipe and 1F1B at S=2 and S=4 (oversubscribed
 #       beyond the cores), M = 1, 2, 4, 8, against (S-1)/(M+S-1)
-#       (test/bench/pipeline/run_pipeline_bench.sh).
+#       (test/bench/pipeline/run_pipeline_bench.sh);
+#   (g) the heartbeat's cost while all is well: idle CPU and 4 KiB latency with it
+#       off, at 30 s and at 3 s (scripts/bench_heartbeat.sh).
 # Installs what is missing (gnuplot-nox, python3-torch), builds what is stale,
 # writes every measurement to a fresh build/bench/report-<date>/ and then the
 # report (test/bench/report/generate_report.py).
@@ -167,6 +169,7 @@ if ((quick)); then
   training_opts=(--rounds 1 --steps 4 --warmup-steps 1)
   autotune_opts=(--rounds 1 --steps 20 --warmup-steps 1)
   pipeline_opts=(--steps 3)
+  heartbeat_opts=(--rounds 1 --idle-seconds 2)
 else
   sizes=4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB
   bench_opts=(--repeats 20 --warmup 3 --latency-repeats 1000 --idle-seconds 2)
@@ -179,6 +182,7 @@ else
   # report says so only conditionally: the log shows where it froze).
   autotune_opts=(--rounds 3 --steps 40 --warmup-steps 150)
   pipeline_opts=(--steps 10)
+  heartbeat_opts=(--rounds 6 --idle-seconds 10)
 fi
 
 # --- (a), (b): allreduce ------------------------------------------------------
@@ -227,6 +231,10 @@ fi
 # --- (f) pipeline bubble ---------------------------------------------------------
 piece pipeline - - pipeline.json 1200 -- "$root/test/bench/pipeline/run_pipeline_bench.sh" --stages 2,4 \
   --micro-batches 1,2,4,8 "${pipeline_opts[@]}" --bench "$pipeline_bench" --json "$results_dir/pipeline.json"
+
+# --- (g) heartbeat ----------------------------------------------------------------
+piece heartbeat 2 - heartbeat.json 1800 -- "$root/scripts/bench_heartbeat.sh" --np 2 "${heartbeat_opts[@]}" \
+  --build-dir "$build_dir" --json "$results_dir/heartbeat.json"
 
 write_run_json "$(date +%s)"
 python3 "$generator" "$results_dir" --docs-dir "$docs_dir" --results-label "${results_dir//"$root/"/}"

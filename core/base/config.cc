@@ -42,6 +42,9 @@ constexpr int64_t kMaxFusionThreshold = int64_t{1} << 40;
 constexpr int64_t kMaxCacheCapacity = 1000000;
 constexpr double kMaxCycleTimeMs = 10000.0;
 constexpr double kMaxStallSeconds = 86400.0;
+// Below this a heartbeat would fire on a rank that is merely descheduled
+// for a moment on a loaded machine.
+constexpr double kMinHeartbeatTimeout = 0.5;
 constexpr int64_t kMaxShmThreshold = int64_t{1} << 40;
 constexpr int64_t kMaxAutotuneSteps = 100000;
 constexpr int64_t kMaxAutotuneSamples = 1000;
@@ -105,6 +108,20 @@ const Variable kVariables[] = {
     {"CHORUS_STALL_SHUTDOWN_SECONDS", "a number of seconds in [0, 86400]",
      [](const std::string& v, Config* c) {
        return parse_number(v, 0.0, kMaxStallSeconds, &c->stall_shutdown_seconds);
+     }},
+    {"CHORUS_HEARTBEAT_TIMEOUT_SECONDS", "0 (off) or a number of seconds in [0.5, 86400]",
+     [](const std::string& v, Config* c) {
+       double seconds = 0.0;
+       if (!parse_number(v, 0.0, kMaxStallSeconds, &seconds)) return false;
+       if (seconds != 0.0 && seconds < kMinHeartbeatTimeout) return false;
+       c->heartbeat_timeout_seconds = seconds;
+       return true;
+     }},
+    // Checked against this host's interfaces when the heartbeat starts.
+    {"CHORUS_HEARTBEAT_INTERFACE", "a comma-separated list of interface names and IPv4 networks (a.b.c.d/n)",
+     [](const std::string& v, Config* c) {
+       c->heartbeat_interface = v;
+       return true;
      }},
     {"CHORUS_LOG_LEVEL", "one of trace, debug, info, warning, error",
      [](const std::string& v, Config* c) { return parse_log_level(v, &c->log_level); }},

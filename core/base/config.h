@@ -42,6 +42,15 @@ struct Config {
   // CHORUS_STALL_SHUTDOWN_SECONDS: stop the job with an error after a stall
   // this long; 0 (default) never.
   double stall_shutdown_seconds = 0.0;
+  // CHORUS_HEARTBEAT_TIMEOUT_SECONDS: a peer that sent no heartbeat for this
+  // long is declared lost and the job ends (ops/heartbeat/heartbeat.h); 0
+  // turns the heartbeat off. Every rank must hold the same value.
+  double heartbeat_timeout_seconds = 30.0;
+  // CHORUS_HEARTBEAT_INTERFACE: which of this host's addresses the heartbeat
+  // offers its peers: a comma-separated list of interface names and IPv4
+  // networks (eth0,10.200.0.0/24), as Open MPI's btl_tcp_if_include. Empty
+  // (default): Open MPI's btl_tcp_if_include when set, else every interface.
+  std::string heartbeat_interface;
   // CHORUS_LOG_LEVEL: trace, debug, info, warning, error. Default warning.
   LogLevel log_level = LogLevel::kWarning;
   // CHORUS_SHM_ALLREDUCE: auto (default: shared memory when every rank is on

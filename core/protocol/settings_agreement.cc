@@ -61,6 +61,12 @@ std::string mode_name(int64_t mode) { return shm_allreduce_mode_name(static_cast
 
 std::string gpu_mode_name(int64_t mode) { return gpu_backend_mode_name(static_cast<GpuBackendMode>(mode)); }
 
+std::string milliseconds_as_seconds(int64_t ms) {
+  std::ostringstream out;
+  out << static_cast<double>(ms) / 1000.0;
+  return out.str();
+}
+
 std::string spelled(const AlikeSetting& setting, int64_t value) {
   return setting.spell ? setting.spell(value) : std::to_string(value);
 }
@@ -78,6 +84,10 @@ std::vector<AlikeSetting> alike_settings(const Config& config) {
       {"CHORUS_HIERARCHICAL_ALLREDUCE", static_cast<int64_t>(config.hierarchical_allreduce), mode_name},
       // Whether GPU collectives take NCCL or host memory: every rank's must match.
       {"CHORUS_GPU_BACKEND", static_cast<int64_t>(config.gpu_backend), gpu_mode_name},
+      // A rank watching with a shorter timeout than its peer beats for would
+      // declare it lost while it is well (the interval follows the timeout).
+      {"CHORUS_HEARTBEAT_TIMEOUT_SECONDS", static_cast<int64_t>(config.heartbeat_timeout_seconds * 1000.0 + 0.5),
+       milliseconds_as_seconds},
   };
 }
 

@@ -12,11 +12,12 @@
 //                 CHORUS_AUTOTUNE, CHORUS_FUSION_THRESHOLD,
 //                 CHORUS_CACHE_CAPACITY, CHORUS_SHM_ALLREDUCE,
 //                 CHORUS_SHM_ALLREDUCE_THRESHOLD, CHORUS_HIERARCHICAL_ALLREDUCE,
-//                 CHORUS_GPU_BACKEND
+//                 CHORUS_GPU_BACKEND, CHORUS_HEARTBEAT_TIMEOUT_SECONDS
 //   rank 0's      read by rank 0 alone, which runs the clock and the stall
 //                 inspector: CHORUS_CYCLE_TIME_MS, CHORUS_STALL_*,
 //                 CHORUS_TIMELINE, CHORUS_AUTOTUNE_* (the search).
-//   this rank's   CHORUS_LOG_LEVEL; CHORUS_CUDA_DEVICE (the GPU this rank
+//   this rank's   CHORUS_LOG_LEVEL; CHORUS_HEARTBEAT_INTERFACE (this host's
+//                 addresses); CHORUS_CUDA_DEVICE (the GPU this rank
 //                 binds to; which ranks then share a GPU is learnt at init
 //                 and decided alike on every rank: ops/gpu_plan.h).
 //   tuned         what the autotuner changes while the job runs (fusion

@@ -56,8 +56,30 @@ Status allocate_output(TensorEntry& entry, const Shape& shape, DeviceOps* device
   return Status::OK();
 }
 
+void Executor::abandon_running(const Status& status) {
+  std::lock_guard<std::mutex> lock(running_mutex_);
+  if (running_ == nullptr) return;
+  for (auto& entry : *running_) {
+    if (entry) entry->handle->abandon(status);
+  }
+}
+
 Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::time_point negotiated) {
   Entries entries = queue->take_all_of(unit);
+  // Visible to abandon_running() until the entries are completed or handed
+  // to the completion queue (whose device work the backends' abort ends).
+  struct Running {
+    Executor* executor;
+    Running(Executor* e, Entries* entries) : executor(e) {
+      std::lock_guard<std::mutex> lock(executor->running_mutex_);
+      executor->running_ = entries;
+    }
+    void end() {
+      std::lock_guard<std::mutex> lock(executor->running_mutex_);
+      executor->running_ = nullptr;
+    }
+    ~Running() { end(); }
+  } running(this, &entries);
   own_errors_.assign(unit.size(), Status::OK());
   if (timeline_->enabled()) {
     for (size_t i = 0; i < unit.size(); ++i) {
@@ -121,6 +143,7 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
   for (auto& entry : entries) {
     if (entry) entry->handle->set_completion_event(finished);
   }
+  running.end();
   completions_.push(InFlightUnit{std::move(entries), own_errors_, std::move(work), std::move(finished)});
   return Status::OK();
 }

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -65,6 +66,10 @@ class Executor {
   size_t in_flight() const { return completions_.in_flight(); }
   // Blocks until every unit started so far is complete.
   void drain() { completions_.drain(); }
+  // Fails the handles of the unit execute() is running now, if any, with
+  // `status`: the job lost a rank, and that collective may never end. From
+  // any thread.
+  void abandon_running(const Status& status);
 
  private:
   using Entries = std::vector<std::optional<TensorEntry>>;
@@ -116,6 +121,9 @@ class Executor {
   std::vector<DeviceOps::Copy> copies_;  // packing and unpacking, reused
   std::vector<Status> own_errors_;      // per entry of the current unit
   CompletionQueue completions_;
+  // The entries of the unit execute() is running; nullptr between units.
+  std::mutex running_mutex_;
+  Entries* running_ = nullptr;
 };
 
 // Allocates `shape` x `dtype` for an entry's output on `device`, through its

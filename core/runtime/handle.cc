@@ -13,6 +13,16 @@ bool HandleState::finish_member(const Status& status) {
   return remaining_ == 0;
 }
 
+void HandleState::abandon(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (remaining_ == 0) return;
+    if (status_.ok()) status_ = status;
+    remaining_ = 0;
+  }
+  notify_done();
+}
+
 void HandleState::set_completion_event(std::shared_ptr<const Event> finished) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -69,6 +69,10 @@ class HandleState {
   // Returns true when this made the handle done; then call notify_done().
   bool finish_member(const Status& status);
   void notify_done() { done_cv_.notify_all(); }
+  // Fails the handle at once with `status`, whatever its members are doing
+  // (the job lost a rank: the collective they are in may never end); later
+  // completions of its members change nothing. From any thread.
+  void abandon(const Status& status);
   // A member's device work was handed to its device before it finished:
   // `finished` fires once it has (see completion_event()).
   void set_completion_event(std::shared_ptr<const Event> finished);

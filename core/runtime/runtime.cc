@@ -37,6 +37,13 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
   }
   // Rank 0's timeline or autotune log may be unwritable: the same again.
   CHORUS_RETURN_IF_ERROR(runtime->agree(local, "could not start"));
+  if (config.heartbeat_timeout_seconds > 0) {
+    HeartbeatOptions options;
+    options.timeout = std::chrono::duration<double>(config.heartbeat_timeout_seconds);
+    options.interface = config.heartbeat_interface;
+    CHORUS_RETURN_IF_ERROR(runtime->comm_->start_heartbeat(
+        options, [r = runtime.get()](const Status& why) { r->peer_lost(why); }, &runtime->heartbeat_));
+  }
   runtime->thread_ = std::thread([r = runtime.get()] { r->background_loop(); });
   CHORUS_LOG(kDebug, "started: rank " << runtime->topology().rank << " of " << runtime->topology().size);
   *out = std::move(runtime);
@@ -104,11 +111,18 @@ std::vector<TuningKnob> Runtime::tuning_knobs() {
 Runtime::~Runtime() { shutdown(); }
 
 void Runtime::shutdown() {
+  // The background thread may be inside a collective with the lost rank.
+  end_if_peer_lost();
   if (thread_.joinable()) {
     shutdown_requested_ = true;
     comm_->trigger()->wake_signal()->notify();
     thread_.join();
   }
+  end_if_peer_lost();
+  // Every rank has left the negotiation: stop watching each other (a rank
+  // that stopped is not lost: it says goodbye).
+  if (heartbeat_) heartbeat_->stop();
+  end_if_peer_lost();
   // The shutdown cycle closed point-to-point already, unless the loop had
   // stopped before it.
   close_point_to_point([me = topology().rank](const TransferInfo& info) {
@@ -148,6 +162,9 @@ void Runtime::background_loop() {
     }
     if (status.ok() && !stop) continue;
     if (status.ok()) return;
+    // A lost peer makes collectives fail; the heartbeat has failed what was
+    // pending with the reason and ends the job after its grace.
+    if (heartbeat_ && heartbeat_->lost()) return;
     // This rank can no longer take part in collectives, and the others may
     // already be waiting inside one for it: they would wait forever. Fail
     // what is pending here, then end the job with the reason.
@@ -298,6 +315,27 @@ void Runtime::stop_for(const Response& shutdown) {
     return Status::Shutdown("Rank " + std::to_string(who) + " shut down while " +
                             op_type_name(entry.request.op) + " '" + entry.request.name + "' was pending");
   });
+}
+
+void Runtime::peer_lost(const Status& why) {
+  const Status status = Status::Aborted("Chorus stopped: " + why.message());
+  comm_->backends().abort_all(status.message());
+  // The collective running now may never end: its handles fail at once.
+  executor_.abandon_running(status);
+  for (TensorEntry& entry : queue_.close(status)) {
+    entry.handle->abandon(Status::Aborted("Chorus stopped while " + std::string(op_type_name(entry.request.op)) +
+                                          " '" + entry.request.name + "' was pending: " + why.message()));
+  }
+  comm_->trigger()->wake_signal()->notify();
+  close_point_to_point([&](const TransferInfo& info) {
+    return Status::Aborted("Chorus stopped while a " + describe(info) + " was pending: " + why.message());
+  });
+}
+
+void Runtime::end_if_peer_lost() {
+  if (!heartbeat_ || !heartbeat_->lost()) return;
+  comm_->abort_job(heartbeat_->lost_reason().message() +
+                   "; ending the job here, since finalizing MPI would wait for the lost rank");
 }
 
 void Runtime::close_point_to_point(const PointToPoint::ErrorFor& why) { comm_->point_to_point()->close(why); }

@@ -98,6 +98,12 @@ class Runtime {
   void fail_pending(const Status& closed, const std::function<Status(const TensorEntry&)>& error_for);
   // Fails the point-to-point transfers in flight, each with why(it).
   void close_point_to_point(const PointToPoint::ErrorFor& why);
+  // The heartbeat's news (on its thread): a peer stopped answering. Fails
+  // everything pending here with `why`, the collective running included, and
+  // aborts the backends; the heartbeat then ends the job.
+  void peer_lost(const Status& why);
+  // After a lost peer, ends the job now (finalizing MPI would wait for it).
+  void end_if_peer_lost();
   // What the autotuner searches, each knob with how this runtime applies it
   // (from the cycle that delivers a new setting, on the background thread).
   std::vector<TuningKnob> tuning_knobs();
@@ -126,6 +132,9 @@ class Runtime {
   std::atomic<uint64_t> add_set_count_{0};
   std::atomic<uint64_t> remove_set_count_{0};
   std::thread thread_;
+  // CHORUS_HEARTBEAT_TIMEOUT_SECONDS > 0 only. Last, so it is destroyed
+  // first: its thread calls peer_lost().
+  std::unique_ptr<Heartbeat> heartbeat_;
 };
 
 }  // namespace chorus

@@ -37,6 +37,8 @@ const std::vector<RuntimeFlag>& runtime_flags() {
       {"timeline-filename", "CHORUS_TIMELINE", "rank 0 writes a Chrome trace to this file"},
       {"stall-check-seconds", "CHORUS_STALL_CHECK_SECONDS", "warn about stalled collectives after this long (0: never)"},
       {"stall-shutdown-seconds", "CHORUS_STALL_SHUTDOWN_SECONDS", "stop the job after a stall this long (0: never)"},
+      {"heartbeat-timeout-seconds", "CHORUS_HEARTBEAT_TIMEOUT_SECONDS",
+       "declare a rank lost after this long without a heartbeat and end the job (0: no heartbeat)"},
       {"log-level", "CHORUS_LOG_LEVEL", "trace, debug, info, warning or error"},
       {"shm-allreduce", "CHORUS_SHM_ALLREDUCE", "shared-memory allreduce among the ranks of one host: auto, on or off"},
       {"shm-allreduce-threshold", "CHORUS_SHM_ALLREDUCE_THRESHOLD",

@@ -268,32 +268,42 @@ IdleResult Bench::idle_cpu() {
   result.measured = true;
   result.seconds = options_.idle_seconds;
   const std::string background = chorus_test::thread_dir_named("chorus-bg");
+  const std::string heartbeat = chorus_test::thread_dir_named("chorus-hb");
   MPI_Barrier(comm_);
   // Let the last cycle of the runtime finish before the window opens.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const chorus_test::ThreadStats heartbeat_start = chorus_test::read_thread_stats(heartbeat);
   const chorus_test::ThreadStats background_start = chorus_test::read_thread_stats(background);
   const double cpu_start = cpu_seconds();
   const Clock::time_point wall_start = Clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(options_.idle_seconds));
   const double cpu = cpu_seconds() - cpu_start;
   const chorus_test::ThreadStats background_end = chorus_test::read_thread_stats(background);
+  const chorus_test::ThreadStats heartbeat_end = chorus_test::read_thread_stats(heartbeat);
   const double wall = seconds_since(wall_start);
+  const bool heartbeat_ok = !heartbeat.empty() && heartbeat_start.ok && heartbeat_end.ok && wall > 0.0;
   // A rank that cannot read its background thread's figures reports -1
   // (the report prints "unknown"), so a missing figure is never read as 0.
   const bool background_ok = background_start.ok && background_end.ok && wall > 0.0;
-  const double mine[3] = {
+  const double mine[5] = {
       wall > 0.0 ? 100.0 * cpu / wall : 0.0,
       background_ok ? 100.0 * 1e-9 * static_cast<double>(background_end.cpu_ns - background_start.cpu_ns) / wall
                     : -1.0,
       background_ok ? static_cast<double>(background_end.context_switches - background_start.context_switches)
-                    : -1.0};
-  std::vector<double> all(rank_ == 0 ? static_cast<size_t>(3 * size_) : 0);
-  MPI_Gather(mine, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, comm_);
-  for (size_t r = 0; 3 * r < all.size(); ++r) {
-    result.percent_per_rank.push_back(all[3 * r]);
-    result.background_percent_per_rank.push_back(all[3 * r + 1]);
-    result.background_wakeups_per_rank.push_back(all[3 * r + 2]);
+                    : -1.0,
+      heartbeat_ok ? 100.0 * 1e-9 * static_cast<double>(heartbeat_end.cpu_ns - heartbeat_start.cpu_ns) / wall : -1.0,
+      heartbeat_ok ? static_cast<double>(heartbeat_end.context_switches - heartbeat_start.context_switches) : -1.0};
+  std::vector<double> all(rank_ == 0 ? static_cast<size_t>(5 * size_) : 0);
+  MPI_Gather(mine, 5, MPI_DOUBLE, all.data(), 5, MPI_DOUBLE, 0, comm_);
+  for (size_t r = 0; 5 * r < all.size(); ++r) {
+    result.percent_per_rank.push_back(all[5 * r]);
+    result.background_percent_per_rank.push_back(all[5 * r + 1]);
+    result.background_wakeups_per_rank.push_back(all[5 * r + 2]);
+    result.heartbeat_percent_per_rank.push_back(all[5 * r + 3]);
+    result.heartbeat_wakeups_per_rank.push_back(all[5 * r + 4]);
   }
+  result.heartbeat_max_percent = max_or_unknown(result.heartbeat_percent_per_rank);
+  result.heartbeat_max_wakeups = max_or_unknown(result.heartbeat_wakeups_per_rank);
   result.max_percent = max_or_unknown(result.percent_per_rank);
   result.background_max_percent = max_or_unknown(result.background_percent_per_rank);
   result.background_max_wakeups = max_or_unknown(result.background_wakeups_per_rank);

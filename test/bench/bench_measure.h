@@ -63,6 +63,12 @@ struct IdleResult {
   double background_max_percent = 0.0;
   std::vector<double> background_wakeups_per_rank;  // times the background thread ran (context switches)
   double background_max_wakeups = 0.0;
+  // The heartbeat's thread ("chorus-hb"), the same way; -1 where it does not
+  // run (CHORUS_HEARTBEAT_TIMEOUT_SECONDS=0).
+  std::vector<double> heartbeat_percent_per_rank;
+  double heartbeat_max_percent = 0.0;
+  std::vector<double> heartbeat_wakeups_per_rank;
+  double heartbeat_max_wakeups = 0.0;
 };
 
 class Bench {

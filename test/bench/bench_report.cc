@@ -153,6 +153,13 @@ void print_idle(const IdleResult& idle) {
                 idle.background_max_percent, per_rank(idle.background_percent_per_rank, " %.2f%%").c_str(),
                 idle.background_max_wakeups, per_rank(idle.background_wakeups_per_rank, " %.0f").c_str());
   }
+  if (idle.heartbeat_max_percent < 0.0) {
+    std::printf("  heartbeat thread:  none (CHORUS_HEARTBEAT_TIMEOUT_SECONDS=0, or no thread named chorus-hb)\n");
+  } else {
+    std::printf("  heartbeat thread:  max %.2f%% (per rank:%s), ran max %.0f times (per rank:%s)\n",
+                idle.heartbeat_max_percent, per_rank(idle.heartbeat_percent_per_rank, " %.3f%%").c_str(),
+                idle.heartbeat_max_wakeups, per_rank(idle.heartbeat_wakeups_per_rank, " %.0f").c_str());
+  }
   std::printf("  whole process:     max %.2f%% (per rank:%s)\n", idle.max_percent,
               per_rank(idle.percent_per_rank, " %.2f%%").c_str());
   std::fflush(stdout);
@@ -232,7 +239,11 @@ bool write_json(const Results& r, const std::string& path, std::string* error) {
       << ",\n    \"background_thread\": {\"percent_per_rank\": " << list(r.idle.background_percent_per_rank)
       << ", \"max_percent\": " << number(r.idle.background_max_percent)
       << ", \"wakeups_per_rank\": " << list(r.idle.background_wakeups_per_rank)
-      << ", \"max_wakeups\": " << number(r.idle.background_max_wakeups) << "}}\n}\n";
+      << ", \"max_wakeups\": " << number(r.idle.background_max_wakeups) << "}"
+      << ",\n    \"heartbeat_thread\": {\"percent_per_rank\": " << list(r.idle.heartbeat_percent_per_rank)
+      << ", \"max_percent\": " << number(r.idle.heartbeat_max_percent)
+      << ", \"wakeups_per_rank\": " << list(r.idle.heartbeat_wakeups_per_rank)
+      << ", \"max_wakeups\": " << number(r.idle.heartbeat_max_wakeups) << "}}\n}\n";
   }
   std::ofstream file(path);
   if (file) file << o.str();

@@ -18,6 +18,22 @@
 //                              second or two (the runtime itself has nothing
 //                              in flight, so only point-to-point's own watch
 //                              of its peers can tell).
+//   fault_probe heartbeat <token> <victims>
+//                              the ranks listed (comma-separated) submit
+//                              'hb.victim', the others 'hb.pending', so no
+//                              collective can complete; every rank prints
+//                              FAULT_READY, then waits. The driver
+//                              (run_heartbeat_test.sh) freezes, kills or cuts
+//                              off the victims; each rank whose handle then
+//                              fails prints FAULT_HEARTBEAT with the error,
+//                              the wall-clock time and whether its device's
+//                              backend was aborted, then sleeps: the
+//                              heartbeat, not the program, must end the job.
+//   fault_probe slow <token> <seconds>
+//                              the last rank sleeps in its own code for
+//                              <seconds> before it joins an allreduce the
+//                              others wait in: it must succeed everywhere
+//                              (a slow rank is not a lost one).
 // <token> only marks the processes, so the driver can find leftovers.
 //
 // The job also has a device of the test suite's (the asynchronous test
@@ -34,7 +50,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -183,12 +201,69 @@ int kill_sender(int rank, int size) {
   _exit(0);  // as kill_last(): MPI_Finalize would wait for the dead rank
 }
 
+double wall_clock_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+int heartbeat(int rank, const std::string& victim_list) {
+  bool victim = false;
+  std::stringstream list(victim_list);
+  for (std::string r; std::getline(list, r, ',');) victim = victim || std::stoi(r) == rank;
+  std::vector<float> mine = data(1.0f);
+  const chorus::Handle pending = chorus::allreduce_async(victim ? "hb.victim" : "hb.pending", tensor(mine));
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::printf("FAULT_READY rank=%d pid=%d host=%s\n", rank, static_cast<int>(getpid()), host_name().c_str());
+  std::fflush(stdout);
+  const std::string error = outcome(pending, std::chrono::seconds(120));
+  char line[4096];
+  // A device collective waiting for the lost rank would never end: the
+  // heartbeat must have aborted the device's backend with the reason.
+  const bool device_aborted = test_device_backend->aborted_reason().find("stopped answering") != std::string::npos;
+  std::snprintf(line, sizeof line, "FAULT_HEARTBEAT rank=%d role=%s at=%.3f device=%s error=%s\n", rank,
+                victim ? "victim" : "survivor", wall_clock_seconds(), device_aborted ? "aborted" : "running",
+                error.empty() ? "none: the allreduce succeeded" : error.c_str());
+  std::fputs(line, stdout);
+  std::fflush(stdout);
+  // A rank cut off from the launcher cannot get its output through: it
+  // writes the line where the driver looks too (hosts share /tmp here).
+  if (const char* dir = std::getenv("FAULT_REPORT_DIR")) {
+    if (FILE* file = std::fopen((std::string(dir) + "/rank-" + std::to_string(rank)).c_str(), "w")) {
+      std::fputs(line, file);
+      std::fclose(file);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(120));
+  return 0;
+}
+
+int slow(int rank, int size, double seconds) {
+  std::vector<float> mine = data(static_cast<float>(rank + 1));
+  if (rank == size - 1) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const auto start = Clock::now();
+  const std::string error = outcome(chorus::allreduce_async("slow.step", tensor(mine)), std::chrono::seconds(120));
+  const float expected = static_cast<float>(size + 1) / 2.0f;  // the average of 1..size
+  std::string failure = error;
+  if (error.empty() && mine[0] != expected) failure = "wrong sum " + std::to_string(mine[0]);
+  report(rank, failure, seconds_since(start));
+  chorus::shutdown();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc == 3 ? argv[1] : "";
-  if (mode != "stall" && mode != "kill" && mode != "p2p-kill") {
-    std::fprintf(stderr, "usage: fault_probe stall|kill|p2p-kill <token>\n");
+  const std::string mode = argc >= 3 ? argv[1] : "";
+  const bool three = mode == "stall" || mode == "kill" || mode == "p2p-kill";
+  const bool four = mode == "heartbeat" || mode == "slow";
+  if (!(three && argc == 3) && !(four && argc == 4)) {
+    std::fprintf(stderr, "usage: fault_probe stall|kill|p2p-kill <token> | heartbeat <token> <victims> | "
+                         "slow <token> <seconds>\n");
     return 2;
   }
   chorus::detail::init_with_backends({chorus_test::async_test_backend(std::chrono::microseconds(100), nullptr,
@@ -199,5 +274,7 @@ int main(int argc, char** argv) {
   std::vector<float> warm = data(1.0f);
   chorus::allreduce("fault.warm", tensor(warm));
   if (mode == "stall") return stall(rank);
+  if (mode == "heartbeat") return heartbeat(rank, argv[3]);
+  if (mode == "slow") return slow(rank, size, std::stod(argv[3]));
   return mode == "kill" ? kill_last(rank, size) : kill_sender(rank, size);
 }

@@ -17,6 +17,9 @@
 #                                  deadline of
 #                                  NETNS_DEADLINE seconds (default 60);
 #                                  returns mpirun's status (124/137: deadline)
+#                                  NETNS_KEEPALIVE=0 leaves out Open MPI's TCP
+#                                  keepalive (on by default: a cut link then
+#                                  ends the job even without Chorus's heartbeat)
 #   netns_pids                     the processes still in either namespace
 # Names carry this shell's pid, so concurrent test runs never collide. Where
 # namespaces cannot be made (not root, no iproute2, no permission) the test
@@ -112,6 +115,8 @@ netns_mpirun() {
   local options=()
   while [[ $# -gt 0 && $1 != -- ]]; do options+=("$1"); shift; done
   [[ $# -gt 0 ]] && shift
+  local keepalive=(--mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 2)
+  [[ ${NETNS_KEEPALIVE:-1} == 0 ]] && keepalive=()
   # The ctest environment pins Open MPI to loopback; these hosts talk over the veth.
   env -u OMPI_MCA_btl_tcp_if_include -u OMPI_MCA_oob_tcp_if_include \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
@@ -120,6 +125,5 @@ netns_mpirun() {
     mpirun -np $((slots1 + slots2)) --hostfile "$netns_work/hostfile" --oversubscribe \
     --mca plm_rsh_agent "$netns_work/rsh" --mca btl self,vader,tcp \
     --mca btl_tcp_if_include 10.200.0.0/24 --mca oob_tcp_if_include 10.200.0.0/24 \
-    --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 2 \
-    "${options[@]}" "$@"
+    "${keepalive[@]}" "${options[@]}" "$@"
 }

@@ -36,8 +36,8 @@ TEST(LaunchOptions, SplitsAtSeparatorOrFirstNonOption) {
 TEST(LaunchOptions, RuntimeFlagsBecomeValidatedVariables) {
   const LaunchOptions o = parse({"-np", "2", "--fusion-threshold-mb", "1.5", "--cycle-time-ms", "2.5",
                                  "--cache-capacity", "0", "--timeline-filename", "/tmp/t.json",
-                                 "--stall-check-seconds", "30", "--stall-shutdown-seconds", "120", "--log-level",
-                                 "debug", "prog"});
+                                 "--stall-check-seconds", "30", "--stall-shutdown-seconds", "120",
+                                 "--heartbeat-timeout-seconds", "5", "--log-level", "debug", "prog"});
   EXPECT_EQ(o.runtime_variables, (std::vector<std::pair<std::string, std::string>>{
                                      {"CHORUS_FUSION_THRESHOLD", "1572864"},
                                      {"CHORUS_CYCLE_TIME_MS", "2.5"},
@@ -45,6 +45,7 @@ TEST(LaunchOptions, RuntimeFlagsBecomeValidatedVariables) {
                                      {"CHORUS_TIMELINE", "/tmp/t.json"},
                                      {"CHORUS_STALL_CHECK_SECONDS", "30"},
                                      {"CHORUS_STALL_SHUTDOWN_SECONDS", "120"},
+                                     {"CHORUS_HEARTBEAT_TIMEOUT_SECONDS", "5"},
                                      {"CHORUS_LOG_LEVEL", "debug"}}));
 }
 
@@ -59,6 +60,8 @@ TEST(LaunchOptions, RuntimeFlagsOutOfRangeNameTheFlagAndTheRange) {
             "--stall-check-seconds='nan' is invalid: expected a number of seconds in [0, 86400]");
   EXPECT_EQ(error_of([] { parse({"-np", "2", "--stall-shutdown-seconds", "86401", "p"}); }),
             "--stall-shutdown-seconds='86401' is invalid: expected a number of seconds in [0, 86400]");
+  EXPECT_EQ(error_of([] { parse({"-np", "2", "--heartbeat-timeout-seconds", "0.2", "p"}); }),
+            "--heartbeat-timeout-seconds='0.2' is invalid: expected 0 (off) or a number of seconds in [0.5, 86400]");
   EXPECT_EQ(error_of([] { parse({"-np", "2", "--log-level", "loud", "p"}); }),
             "--log-level='loud' is invalid: expected one of trace, debug, info, warning, error");
   EXPECT_EQ(error_of([] { parse({"-np", "2", "--fusion-threshold-mb", "-3", "p"}); }),

@@ -71,6 +71,50 @@ TEST(InitAgreement, FusionThresholdDifferentFromRankZeroFailsInitOnEveryRank) {
   shutdown_chorus();
 }
 
+// A rank watching with a shorter heartbeat timeout than its peers beat for
+// would declare them lost while they are well: refused.
+TEST(InitAgreement, HeartbeatTimeoutDifferentFromRankZeroFailsInitOnEveryRank) {
+  const int odd = world_size() - 1;
+  chorus::Status status;
+  {
+    ScopedEnv env("CHORUS_HEARTBEAT_TIMEOUT_SECONDS", world_rank() == odd ? "2.5" : nullptr);
+    status = thrown_by([] { chorus::init(); });
+  }
+  ASSERT_FALSE(status.ok()) << "init() succeeded on rank " << world_rank();
+  if (world_rank() == odd) {
+    EXPECT_EQ(status.code(), chorus::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("CHORUS_HEARTBEAT_TIMEOUT_SECONDS must be the same on every rank: rank " +
+                                            std::to_string(odd) + " has 2.5, rank 0 has 30"));
+  } else {
+    EXPECT_THAT(status.message(), HasSubstr("CHORUS_HEARTBEAT_TIMEOUT_SECONDS different from rank 0 on rank(s) [" +
+                                            std::to_string(odd) + "]"));
+  }
+  ASSERT_TRUE(init_chorus());
+  shutdown_chorus();
+}
+
+// An interface this host does not have, on one rank only: the heartbeat
+// cannot start there, so it starts nowhere.
+TEST(InitAgreement, HeartbeatInterfaceMissingOnOneRankFailsInitOnEveryRank) {
+  const int odd = world_size() - 1;
+  chorus::Status status;
+  {
+    ScopedEnv env("CHORUS_HEARTBEAT_INTERFACE", world_rank() == odd ? "no-such-if0,240.0.0.0/24" : nullptr);
+    status = thrown_by([] { chorus::init(); });
+  }
+  ASSERT_FALSE(status.ok()) << "init() succeeded on rank " << world_rank();
+  if (world_rank() == odd) {
+    EXPECT_THAT(status.message(), HasSubstr("CHORUS_HEARTBEAT_INTERFACE='no-such-if0,240.0.0.0/24' selects none of "
+                                            "this host's interfaces that are up with an IPv4 address ("));
+  } else {
+    EXPECT_THAT(status.message(), HasSubstr("The heartbeat could not be set up: opening its socket failed on rank(s) [" +
+                                            std::to_string(odd) + "]"));
+  }
+  EXPECT_FALSE(chorus::is_initialized());
+  ASSERT_TRUE(init_chorus());
+  shutdown_chorus();
+}
+
 // The settings are compared through the negotiation's transport, which on
 // one host is a shared segment laid out by cache capacity: 1088 and the
 // default 1024 give segments of the same size but different layouts, and the

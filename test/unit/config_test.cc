@@ -147,6 +147,22 @@ TEST(ConfigTest, StallSeconds) {
   EXPECT_EQ(config.stall_check_seconds, 60.0);
 }
 
+TEST(ConfigTest, HeartbeatTimeoutIsOffOrAtLeastHalfASecond) {
+  Config config;
+  EXPECT_EQ(config.heartbeat_timeout_seconds, 30.0);
+  for (const char* good : {"0", "0.5", "3", "86400"}) {
+    ASSERT_TRUE(parse_one("CHORUS_HEARTBEAT_TIMEOUT_SECONDS", good, &config).ok()) << good;
+    EXPECT_EQ(config.heartbeat_timeout_seconds, std::stod(good));
+  }
+  for (const char* bad : {"0.1", "0.49", "-1", "", "nan", "86401", "30s"}) {
+    EXPECT_EQ(error_for("CHORUS_HEARTBEAT_TIMEOUT_SECONDS", bad),
+              std::string("CHORUS_HEARTBEAT_TIMEOUT_SECONDS='") + bad +
+                  "' is invalid: expected 0 (off) or a number of seconds in [0.5, 86400]");
+  }
+  ASSERT_TRUE(parse_one("CHORUS_HEARTBEAT_INTERFACE", "eth0,10.200.0.0/24", &config).ok());
+  EXPECT_EQ(config.heartbeat_interface, "eth0,10.200.0.0/24");
+}
+
 TEST(ConfigTest, LogLevelIsCaseInsensitive) {
   const std::pair<const char*, LogLevel> cases[] = {
       {"trace", LogLevel::kTrace},     {"DEBUG", LogLevel::kDebug}, {"Info", LogLevel::kInfo},

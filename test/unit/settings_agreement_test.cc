@@ -67,6 +67,7 @@ TEST(SettingsAgreement, EveryAlikeSettingThatDiffersFailsEveryRank) {
       odd.hierarchical_allreduce = ShmAllreduceMode::kOn;
     }
     if (std::string(setting.variable) == "CHORUS_GPU_BACKEND") odd.gpu_backend = GpuBackendMode::kStaged;
+    if (std::string(setting.variable) == "CHORUS_HEARTBEAT_TIMEOUT_SECONDS") odd.heartbeat_timeout_seconds = 2.5;
     ASSERT_NE(values(odd), values(base)) << "the test changed nothing";
     const std::vector<Status> results = agree({base, base, odd});
     EXPECT_EQ(results[2].code(), StatusCode::kInvalidArgument);

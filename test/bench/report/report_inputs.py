@@ -151,6 +151,21 @@ def check_pipeline(doc, where):
             require(res, key, (int, float), at)
 
 
+def check_heartbeat(doc, where):
+    for key in ("np", "rounds"):
+        require(doc, key, int, where)
+    require(doc, "idle_seconds", (int, float), where)
+    settings = require(doc, "settings", list, where)
+    if not settings:
+        raise ReportError(f"{where}: 'settings' is empty")
+    for i, s in enumerate(settings):
+        at = f"{where}: settings[{i}]"
+        require(s, "timeout_seconds", (int, float), at)
+        for key in ("latency_median_s", "latency_min_s", "mpi_latency_median_s", "idle_percent"):
+            if not require(s, key, list, at):
+                raise ReportError(f"{at}: '{key}' is empty")
+
+
 def read_csv(path):
     """(header, rows) of a CSV file; a missing or empty file is an error."""
     try:
@@ -166,11 +181,12 @@ def read_csv(path):
 
 PIECE_CHECKS = {"chorus_bench": check_chorus_bench, "gloo": check_gloo, "training": check_training,
                 "autotune": check_training, "chorus_bench_p2p": check_chorus_bench_p2p,
-                "pipeline": check_pipeline}
+                "pipeline": check_pipeline, "heartbeat": check_heartbeat}
 PIECE_WHAT = {"chorus_bench": "chorus_bench --json output", "gloo": "gloo_allreduce_bench.py --json output",
               "training": "run_training_bench.sh --json output", "autotune": "run_training_bench.sh --json output",
               "chorus_bench_p2p": "chorus_bench --mode p2p --json output",
-              "pipeline": "run_pipeline_bench.sh --json output"}
+              "pipeline": "run_pipeline_bench.sh --json output",
+              "heartbeat": "scripts/bench_heartbeat.sh --json output"}
 
 
 def load_run(directory):

@@ -4,6 +4,7 @@ date, the load average and the exact command that measured it.
 """
 import math
 import os
+import statistics
 
 import report_figures as fig
 from report_plots import SMALL_SERIES, size_label
@@ -310,6 +311,39 @@ def pipeline_section(run, pieces):
     return lines + provenance(run, [piece], ["pipeline bubble, all S and M"])
 
 
+def heartbeat_section(run, pieces):
+    """(g) what the heartbeat costs while all is well: idle CPU and 4 KiB latency, on against off."""
+    lines = ["## (g) Heartbeat: what it costs when all is well", ""]
+    found = [p for p in pieces if p["kind"] == "heartbeat"]
+    if not found:
+        return lines + ["**Not measured in this run** (its results directory has no heartbeat piece; "
+                        "`scripts/bench_heartbeat.sh` measures it).", ""]
+    piece = found[0]
+    doc = piece["data"]
+    med = statistics.median
+    lines += [f"`chorus_bench` at np={doc['np']}, {doc['rounds']} rounds, each running the heartbeat off "
+              "(`CHORUS_HEARTBEAT_TIMEOUT_SECONDS=0`), at its default (30 s) and at the tests' 3 s (four times "
+              "the datagrams), in alternating order. **Idle CPU**: every rank asleep for "
+              f"{num(doc['idle_seconds'])} s, the whole process's CPU time (and the heartbeat thread's, from "
+              "/proc) over that window, % of one core, the highest rank; median over rounds (highest beside it). "
+              "**Latency**: one 4 KiB allreduce, submit to wait, median of each round's median (lowest minimum "
+              "beside it), with raw `MPI_Allreduce` measured alternately in the same rounds (no heartbeat there: "
+              "its spread is the machine's noise).", ""]
+    rows = []
+    for s in doc["settings"]:
+        t = s["timeout_seconds"]
+        hb, wakes = s.get("heartbeat_percent"), s.get("heartbeat_wakeups")
+        rows.append(["off" if t == 0 else f"timeout {num(t)} s",
+                     f"{med(s['idle_percent']):.3f}% ({max(s['idle_percent']):.3f}%)",
+                     DASH if not hb else f"{med(hb):.4f}%",
+                     DASH if not wakes else num(med(wakes) / doc["idle_seconds"]),
+                     f"{duration(med(s['latency_median_s']))} ({duration(min(s['latency_min_s']))})",
+                     duration(med(s["mpi_latency_median_s"]))])
+    lines += table(["heartbeat", "idle process CPU", "heartbeat thread CPU", "its wake-ups per s",
+                    "4 KiB allreduce latency", "raw MPI_Allreduce"], rows)
+    return lines + provenance(run, [piece], [f"np={doc['np']} heartbeat off, 30 s and 3 s"])
+
+
 def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     def png_rel(name):
         return os.path.relpath(os.path.join(png_dir, name + ".png"), docs_dir)
@@ -322,4 +356,5 @@ def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     lines += autotune_section(run, fig.find_piece(pieces, "autotune"), png_rel, autotune_plotted)
     lines += p2p_section(run, pieces)
     lines += pipeline_section(run, pieces)
+    lines += heartbeat_section(run, pieces)
     return "\n".join(lines).rstrip() + "\n"

@@ -230,7 +230,7 @@ class Provenance(GeneratorRun):
         machine = "Machine: `fixturehost`, 2 cores (Fixture CPU 9000), 8.0 GiB memory, Linux 6.1.0."
         pieces = [json.loads(line) for line in read(os.path.join(FIXTURE, "pieces.jsonl")).splitlines()]
         sections = text.split("\n## ")[1:]
-        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)"])
+        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)"])
         for section in sections:
             self.assertIn(machine, section)
             self.assertIn("`scripts/bench_report.sh --quick` started 2026-12-01 10:00:00 UTC", section)
@@ -238,7 +238,7 @@ class Provenance(GeneratorRun):
             if p["kind"] == "autotune":
                 continue
             where = {"chorus_bench": sections[0], "gloo": sections[1], "training": sections[2],
-                     "chorus_bench_p2p": sections[4], "pipeline": sections[5]}[p["kind"]]
+                     "chorus_bench_p2p": sections[4], "pipeline": sections[5], "heartbeat": sections[6]}[p["kind"]]
             self.assertIn(f"{p['started']}, load average {p['load_average']}", where)
             self.assertIn(f"`{p['command']}`", where)
         self.assertIn("busbw** = bytes / time x 2(n-1)/n", text)
@@ -281,6 +281,24 @@ class PipelineSection(GeneratorRun):
         write(path, "\n".join(lines) + "\n")
         text = self.report()
         self.assertIn("## (f) Pipeline bubble\n\n**Not measured in this run**", text)
+
+
+class HeartbeatSection(GeneratorRun):
+    HEADING = "## (g) Heartbeat: what it costs when all is well"
+
+    def test_medians_over_rounds_off_and_on(self):
+        [rows] = tables(self.report(), self.HEADING)
+        self.assertEqual(rows[0], ["heartbeat", "idle process CPU", "heartbeat thread CPU", "its wake-ups per s",
+                                   "4 KiB allreduce latency", "raw MPI_Allreduce"])
+        # By hand: medians of [0.001, 0.003] and [8, 10] us; the heartbeat's 2 wake-ups in 10 s.
+        self.assertEqual(rows[1], ["off", "0.002% (0.003%)", "–", "–", "9.00 us (6.00 us)", "3.00 us"])
+        self.assertEqual(rows[2], ["timeout 30.0 s", "0.002% (0.002%)", "0.0010%", "0.200", "9.00 us (5.00 us)",
+                                   "3.00 us"])
+
+    def test_a_run_without_it_says_so(self):
+        path = os.path.join(self.run_dir, "pieces.jsonl")
+        write(path, "\n".join(l for l in read(path).splitlines() if '"heartbeat"' not in l) + "\n")
+        self.assertIn(self.HEADING + "\n\n**Not measured in this run**", self.report())
 
 
 class AutotuneSection(GeneratorRun):
@@ -376,7 +394,7 @@ class BadInput(GeneratorRun):
     def test_corrupt_pieces_line(self):
         with open(os.path.join(self.run_dir, "pieces.jsonl"), "a") as f:
             f.write("{not json\n")
-        self.assertFails("pieces.jsonl: line 11 is not valid JSON")
+        self.assertFails("pieces.jsonl: line 12 is not valid JSON")
 
     def test_not_a_directory(self):
         self.run_dir = os.path.join(self.tmp, "nowhere")
