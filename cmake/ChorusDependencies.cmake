@@ -4,6 +4,10 @@ set(THREADS_PREFER_PTHREAD_FLAG ON)
 find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
+# nlohmann-json (Debian's nlohmann-json3-dev, header-only): every JSON file
+# Chorus writes or reads (timeline, tune's state file and log, run summaries,
+# benchmark results) and the tests that parse them.
+find_package(nlohmann_json 3 REQUIRED)
 
 # CUDA Toolkit, NCCL and cuDNN (beside it on these machines). Each ON when
 # found. CHORUS_WITH_CUDA builds the GPU device operations (ops/cuda/) and

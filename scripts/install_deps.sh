@@ -10,6 +10,7 @@ packages=(
   build-essential cmake ninja-build git pkg-config
   libopenmpi-dev openmpi-bin
   libboost-program-options-dev
+  nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   python3
   # The LibTorch front end and examples; OpenBLAS replaces the reference BLAS
