@@ -77,7 +77,7 @@ std::string Config::to_string() const {
 
 Json Config::to_json() const {
   Json j = Json::object();
-  for (const auto& [n, v] : values_) j.set(n, v.to_json());
+  for (const auto& [n, v] : values_) j[n] = v.to_json();
   return j;
 }
 
@@ -135,25 +135,25 @@ bool ParamSpec::contains(const ParamValue& v) const {
 
 Json ParamSpec::to_json() const {
   Json j = Json::object();
-  j.set("name", name);
+  j["name"] = name;
   switch (kind) {
     case ParamKind::kFloat:
-      j.set("type", "float");
-      j.set("low", low);
-      j.set("high", high);
-      j.set("log", log);
+      j["type"] = "float";
+      j["low"] = low;
+      j["high"] = high;
+      j["log"] = log;
       break;
     case ParamKind::kInt:
-      j.set("type", "int");
-      j.set("low", int_low);
-      j.set("high", int_high);
-      j.set("log", log);
+      j["type"] = "int";
+      j["low"] = int_low;
+      j["high"] = int_high;
+      j["log"] = log;
       break;
     case ParamKind::kChoice: {
-      j.set("type", "choice");
+      j["type"] = "choice";
       Json c = Json::array();
       for (const ParamValue& v : choices) c.push_back(v.to_json());
-      j.set("choices", c);
+      j["choices"] = c;
       break;
     }
   }
