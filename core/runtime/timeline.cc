@@ -21,13 +21,28 @@ using Event = nlohmann::ordered_json;
 // shortest decimal form of the result keeps the file small.
 double to_nanoseconds(double us) { return std::round(us * 1000.0) / 1000.0; }
 
+void set_text(Event& field, const char* text) { field.get_ref<std::string&>().assign(text); }
+
 std::string serialize(const Event& event) {
   // Tensor names are the user's bytes: invalid UTF-8 becomes U+FFFD rather
   // than an exception on the background thread.
-  return event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return event.dump(-1, ' ', false, Event::error_handler_t::replace);
 }
 
 }  // namespace
+
+// One event of each kind, built once: writing an event only changes values
+// in place (no JSON nodes allocated), which takes about a third of the time
+// of building a fresh object per event.
+struct Timeline::Events {
+  Event lane{{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", ""}}}};
+  Event span{{"name", ""}, {"ph", "X"}, {"ts", 0.0}, {"dur", 0.0}, {"pid", 0}, {"tid", 0}};
+  Event span_with_args{{"name", ""},  {"ph", "X"}, {"ts", 0.0},           {"dur", 0.0},
+                       {"pid", 0},    {"tid", 0},  {"args", Event::object()}};
+  Event instant{{"name", ""}, {"ph", "i"}, {"ts", 0.0}, {"s", "t"}, {"pid", 0}, {"tid", 0}};
+};
+
+Timeline::Timeline() : events_(std::make_unique<Events>()) {}
 
 Timeline::~Timeline() { close(); }
 
@@ -75,11 +90,10 @@ int Timeline::lane_of(const std::string& tensor) {
   // the order they first appeared.
   const int lane = static_cast<int>(lanes_.size());
   lanes_.emplace(tensor, lane);
-  write_event(serialize(Event{{"name", "thread_name"},
-                              {"ph", "M"},
-                              {"pid", 0},
-                              {"tid", lane},
-                              {"args", Event{{"name", tensor}}}}));
+  Event& event = events_->lane;
+  event["tid"] = lane;
+  event["args"]["name"].get_ref<std::string&>().assign(tensor);
+  write_event(serialize(event));
   return lane;
 }
 
@@ -89,14 +103,14 @@ void Timeline::span(const std::string& tensor, const char* activity, Clock::time
   const int lane = lane_of(tensor);
   const double begin_us = to_nanoseconds(micros(start));
   const double end_us = std::max(to_nanoseconds(micros(end)), begin_us);
-  Event event{{"name", activity},
-              {"ph", "X"},
-              {"ts", begin_us},
-              {"dur", to_nanoseconds(end_us - begin_us)},
-              {"pid", 0},
-              {"tid", lane}};
+  Event& event = args.empty() ? events_->span : events_->span_with_args;
+  set_text(event["name"], activity);
+  event["ts"] = begin_us;
+  event["dur"] = to_nanoseconds(end_us - begin_us);
+  event["tid"] = lane;
   if (!args.empty()) {
-    Event& members = event["args"] = Event::object();
+    Event& members = event["args"];
+    members.clear();  // keeps its storage
     for (const auto& [key, value] : args) members[key] = value;
   }
   write_event(serialize(event));
@@ -105,13 +119,12 @@ void Timeline::span(const std::string& tensor, const char* activity, Clock::time
 void Timeline::instant(const std::string& tensor, const char* what) {
   if (file_ == nullptr) return;
   const int lane = lane_of(tensor);
+  Event& event = events_->instant;
+  set_text(event["name"], what);
   // "s": "t" scopes the marker to the lane rather than the whole process.
-  write_event(serialize(Event{{"name", what},
-                              {"ph", "i"},
-                              {"ts", to_nanoseconds(micros(Clock::now()))},
-                              {"s", "t"},
-                              {"pid", 0},
-                              {"tid", lane}}));
+  event["ts"] = to_nanoseconds(micros(Clock::now()));
+  event["tid"] = lane;
+  write_event(serialize(event));
 }
 
 }  // namespace chorus

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -27,7 +28,7 @@ using TimelineArgs = std::vector<std::pair<const char*, int64_t>>;
 class Timeline {
  public:
   using Clock = std::chrono::steady_clock;
-  Timeline() = default;
+  Timeline();
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -47,6 +48,10 @@ class Timeline {
   void write_event(const std::string& event);
   double micros(Clock::time_point t) const;
 
+  // The reusable JSON events (timeline.cc: nlohmann-json stays out of this
+  // header, which most of the runtime includes).
+  struct Events;
+  std::unique_ptr<Events> events_;
   std::FILE* file_ = nullptr;
   bool first_event_ = true;
   Clock::time_point origin_;
