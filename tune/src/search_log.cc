@@ -284,8 +284,8 @@ SearchLog SearchLog::from_json(const Json& j) {
               std::to_string(log.trials_.size()));
     t.bracket = static_cast<int>(jf::integer(jf::member(tj, "bracket"), what + " bracket"));
     t.state = parse_state(jf::string(jf::member(tj, "state"), what + " state"));
-    for (const auto& [name, value] : jf::object(jf::member(tj, "config"), what + " config"))
-      t.config.set(name, value_from_json(value, what + " " + name));
+    for (const auto& member : jf::object(jf::member(tj, "config"), what + " config").items())
+      t.config.set(member.key(), value_from_json(member.value(), what + " " + member.key()));
     for (const Json& rj : jf::array(jf::member(tj, "rungs"), what + " rungs")) {
       RungRecord r;
       r.rung = static_cast<int>(jf::integer(jf::member(rj, "rung"), what + " rung"));
