@@ -29,12 +29,12 @@ TEST(PipelineTraceTest, SpansBecomeCompleteEventsWithOneRowPerStage) {
   using nlohmann::json;
   const std::string text = chrome_trace_json({forward, backward});
   EXPECT_EQ(json::parse(text),
-            json::parse(R"({"displayTimeUnit": "ms", "traceEvents": [
+            json::parse(R"json({"displayTimeUnit": "ms", "traceEvents": [
       {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "stage 1 (rank 3)"}},
       {"name": "F0", "cat": "forward", "ph": "X", "ts": 10.0, "dur": 2.5, "pid": 1, "tid": 1,
        "args": {"step": 0, "micro_batch": 0, "rank": 3}},
       {"name": "B0", "cat": "backward", "ph": "X", "ts": 20.0, "dur": 5.0, "pid": 1, "tid": 1,
-       "args": {"step": 0, "micro_batch": 0, "rank": 3}}]})"))
+       "args": {"step": 0, "micro_batch": 0, "rank": 3}}]})json"))
       << text;
   EXPECT_EQ(json::parse(chrome_trace_json({})), (json{{"displayTimeUnit", "ms"}, {"traceEvents", json::array()}}));
 }
