@@ -37,8 +37,8 @@ std::string serialize(const Event& event) {
 struct Timeline::Events {
   Event lane{{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", ""}}}};
   Event span{{"name", ""}, {"ph", "X"}, {"ts", 0.0}, {"dur", 0.0}, {"pid", 0}, {"tid", 0}};
-  Event span_with_args{{"name", ""},  {"ph", "X"}, {"ts", 0.0},           {"dur", 0.0},
-                       {"pid", 0},    {"tid", 0},  {"args", Event::object()}};
+  Event span_with_args{{"name", ""}, {"ph", "X"}, {"ts", 0.0}, {"dur", 0.0},
+                       {"pid", 0}, {"tid", 0}, {"args", Event::object()}};
   Event instant{{"name", ""}, {"ph", "i"}, {"ts", 0.0}, {"s", "t"}, {"pid", 0}, {"tid", 0}};
 };
 
