@@ -13,6 +13,10 @@ if(NOT XXHASH_INCLUDE_DIR)
   message(FATAL_ERROR "xxhash.h not found: install libxxhash-dev (scripts/install_deps.sh) "
                       "or set XXHASH_INCLUDE_DIR to the folder that holds it")
 endif()
+# nlohmann-json (Debian's nlohmann-json3-dev, header-only): every JSON file
+# Chorus writes or reads (timeline, tune's state file and log, run summaries,
+# benchmark results) and the tests that parse them.
+find_package(nlohmann_json 3 REQUIRED)
 
 # CUDA Toolkit, NCCL and cuDNN (beside it on these machines). Each ON when
 # found. CHORUS_WITH_CUDA builds the GPU device operations (ops/cuda/) and

@@ -12,6 +12,7 @@ packages=(
   libboost-program-options-dev
   # xxHash: the checksum of checkpoints and checked files.
   libxxhash-dev
+  nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   python3
   # The LibTorch front end and examples; OpenBLAS replaces the reference BLAS

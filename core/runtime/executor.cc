@@ -246,7 +246,7 @@ Status Executor::alltoall(Run& run, WorkPtr* work) {
 }
 
 void Executor::span(const Entries& entries, const ExecutionUnit& unit, const char* activity,
-                    Clock::time_point start, const std::string& args) {
+                    Clock::time_point start, const TimelineArgs& args) {
   if (!timeline_->enabled()) return;
   const auto end = Clock::now();
   for (size_t i = 0; i < unit.size(); ++i) {

@@ -112,7 +112,7 @@ class Executor {
   Status fusion_buffer(Run& run, size_t bytes, void** out);
   DeviceBuffers& buffers_of(const Device& device);
   void span(const Entries& entries, const ExecutionUnit& unit, const char* activity, Clock::time_point start,
-            const std::string& args = "");
+            const TimelineArgs& args = {});
 
   SetResolver resolve_set_;
   Timeline* timeline_;

@@ -80,7 +80,7 @@ Status Executor::allreduce(Run& run, WorkPtr* work) {
 
   start = Clock::now();
   *work = run.backend->allreduce(buffer, buffer, total, dtype, backend_op(first.reduce_op), result_factor(run, first));
-  span(run.entries, unit, "ALLREDUCE", start, "\"fused_tensors\": " + std::to_string(unit.size()));
+  span(run.entries, unit, "ALLREDUCE", start, {{"fused_tensors", static_cast<int64_t>(unit.size())}});
 
   start = Clock::now();
   copies_.clear();
@@ -136,7 +136,7 @@ Status Executor::allreduce_in_place(Run& run, int64_t total, WorkPtr* work) {
   if (staged) pieces_.assign(1, AllreducePiece{buffer, buffer, total});
   const auto start = Clock::now();
   *work = run.backend->allreduce_pieces(pieces_, dtype, backend_op(first.reduce_op), result_factor(run, first));
-  span(run.entries, unit, "ALLREDUCE", start, "\"fused_tensors\": " + std::to_string(unit.size()));
+  span(run.entries, unit, "ALLREDUCE", start, {{"fused_tensors", static_cast<int64_t>(unit.size())}});
   if (!staged) return Status::OK();
   copies_.clear();
   slot = static_cast<char*>(buffer);

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+
+#include <nlohmann/json.hpp>
 
 namespace chorus {
 namespace {
@@ -11,39 +14,35 @@ namespace {
 // turns them into a few big writes instead of one per event.
 constexpr size_t kWriteBufferBytes = 1 << 20;
 
-std::string format_micros(double us) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.3f", us);
-  return buffer;
+// Insertion order: each event reads "name", "ph", ... as viewers list them.
+using Event = nlohmann::ordered_json;
+
+// Microseconds rounded to the nanosecond: the trace's resolution, and the
+// shortest decimal form of the result keeps the file small.
+double to_nanoseconds(double us) { return std::round(us * 1000.0) / 1000.0; }
+
+void set_text(Event& field, const char* text) { field.get_ref<std::string&>().assign(text); }
+
+std::string serialize(const Event& event) {
+  // Tensor names are the user's bytes: invalid UTF-8 becomes U+FFFD rather
+  // than an exception on the background thread.
+  return event.dump(-1, ' ', false, Event::error_handler_t::replace);
 }
 
 }  // namespace
 
-std::string json_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + 8);
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof(buffer), "\\u%04x", static_cast<unsigned>(c));
-          out += buffer;
-        } else {
-          // Bytes >= 0x80 pass through: tensor names are UTF-8 already.
-          out += c;
-        }
-    }
-  }
-  return out;
-}
+// One event of each kind, built once: writing an event only changes values
+// in place (no JSON nodes allocated), which takes about a third of the time
+// of building a fresh object per event.
+struct Timeline::Events {
+  Event lane{{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", ""}}}};
+  Event span{{"name", ""}, {"ph", "X"}, {"ts", 0.0}, {"dur", 0.0}, {"pid", 0}, {"tid", 0}};
+  Event span_with_args{{"name", ""}, {"ph", "X"}, {"ts", 0.0}, {"dur", 0.0},
+                       {"pid", 0}, {"tid", 0}, {"args", Event::object()}};
+  Event instant{{"name", ""}, {"ph", "i"}, {"ts", 0.0}, {"s", "t"}, {"pid", 0}, {"tid", 0}};
+};
+
+Timeline::Timeline() : events_(std::make_unique<Events>()) {}
 
 Timeline::~Timeline() { close(); }
 
@@ -60,6 +59,7 @@ Status Timeline::open(const std::string& path) {
   first_event_ = true;
   origin_ = Clock::now();
   lanes_.clear();
+  // The trace is a JSON array streamed one event per line; close() ends it.
   std::fputs("[\n", file_);
   return Status::OK();
 }
@@ -77,10 +77,10 @@ double Timeline::micros(Clock::time_point t) const {
   return std::max(us, 0.0);
 }
 
-void Timeline::write_event(const std::string& json) {
+void Timeline::write_event(const std::string& event) {
   if (!first_event_) std::fputs(",\n", file_);
   first_event_ = false;
-  std::fwrite(json.data(), 1, json.size(), file_);
+  std::fwrite(event.data(), 1, event.size(), file_);
 }
 
 int Timeline::lane_of(const std::string& tensor) {
@@ -90,32 +90,41 @@ int Timeline::lane_of(const std::string& tensor) {
   // the order they first appeared.
   const int lane = static_cast<int>(lanes_.size());
   lanes_.emplace(tensor, lane);
-  write_event("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " +
-              std::to_string(lane) + ", \"args\": {\"name\": \"" + json_escape(tensor) + "\"}}");
+  Event& event = events_->lane;
+  event["tid"] = lane;
+  event["args"]["name"].get_ref<std::string&>().assign(tensor);
+  write_event(serialize(event));
   return lane;
 }
 
 void Timeline::span(const std::string& tensor, const char* activity, Clock::time_point start,
-                    Clock::time_point end, const std::string& args) {
+                    Clock::time_point end, const TimelineArgs& args) {
   if (file_ == nullptr) return;
   const int lane = lane_of(tensor);
-  const double begin_us = micros(start);
-  const double end_us = std::max(micros(end), begin_us);
-  std::string event = "{\"name\": \"" + json_escape(activity) + "\", \"ph\": \"X\", \"ts\": " +
-                      format_micros(begin_us) + ", \"dur\": " + format_micros(end_us - begin_us) +
-                      ", \"pid\": 0, \"tid\": " + std::to_string(lane);
-  if (!args.empty()) event += ", \"args\": {" + args + "}";
-  event += "}";
-  write_event(event);
+  const double begin_us = to_nanoseconds(micros(start));
+  const double end_us = std::max(to_nanoseconds(micros(end)), begin_us);
+  Event& event = args.empty() ? events_->span : events_->span_with_args;
+  set_text(event["name"], activity);
+  event["ts"] = begin_us;
+  event["dur"] = to_nanoseconds(end_us - begin_us);
+  event["tid"] = lane;
+  if (!args.empty()) {
+    Event& members = event["args"];
+    members.clear();  // keeps its storage
+    for (const auto& [key, value] : args) members[key] = value;
+  }
+  write_event(serialize(event));
 }
 
 void Timeline::instant(const std::string& tensor, const char* what) {
   if (file_ == nullptr) return;
   const int lane = lane_of(tensor);
+  Event& event = events_->instant;
+  set_text(event["name"], what);
   // "s": "t" scopes the marker to the lane rather than the whole process.
-  write_event("{\"name\": \"" + json_escape(what) + "\", \"ph\": \"i\", \"ts\": " +
-              format_micros(micros(Clock::now())) + ", \"s\": \"t\", \"pid\": 0, \"tid\": " +
-              std::to_string(lane) + "}");
+  event["ts"] = to_nanoseconds(micros(Clock::now()));
+  event["tid"] = lane;
+  write_event(serialize(event));
 }
 
 }  // namespace chorus

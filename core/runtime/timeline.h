@@ -3,22 +3,32 @@
 // its negotiation and the activities of its collective (copy into the fusion
 // buffer, the collective itself, copy out) are spans on that lane. Only the
 // background thread writes, so no locking is needed. The file is a complete
-// JSON array once close() (or the destructor) has run.
+// JSON array once close() (or the destructor) has run. Events are streamed:
+// each is serialized (nlohmann-json, in timeline.cc) and written as it
+// happens, one per line, so a long run never holds its trace in memory.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "chorus/status.h"
 
 namespace chorus {
 
+// Numbers shown with a span in the viewer, e.g. {{"fused_tensors", 4}}.
+// Keys are string literals.
+using TimelineArgs = std::vector<std::pair<const char*, int64_t>>;
+
 class Timeline {
  public:
   using Clock = std::chrono::steady_clock;
-  Timeline() = default;
+  Timeline();
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -26,26 +36,26 @@ class Timeline {
   // Creates (truncates) the file; an unwritable path is an error naming it.
   Status open(const std::string& path);
   bool enabled() const { return file_ != nullptr; }
-  // One span on the lane of `tensor`. `args` is an optional JSON object body
-  // such as "\"bytes\": 4096" (without braces).
+  // One span on the lane of `tensor`, with optional `args`.
   void span(const std::string& tensor, const char* activity, Clock::time_point start,
-            Clock::time_point end, const std::string& args = "");
+            Clock::time_point end, const TimelineArgs& args = {});
   // An instant marker on the lane of `tensor` (e.g. an error).
   void instant(const std::string& tensor, const char* what);
   void close();
 
  private:
   int lane_of(const std::string& tensor);
-  void write_event(const std::string& json);
+  void write_event(const std::string& event);
   double micros(Clock::time_point t) const;
 
+  // The reusable JSON events (timeline.cc: nlohmann-json stays out of this
+  // header, which most of the runtime includes).
+  struct Events;
+  std::unique_ptr<Events> events_;
   std::FILE* file_ = nullptr;
   bool first_event_ = true;
   Clock::time_point origin_;
   std::unordered_map<std::string, int> lanes_;
 };
-
-// Escapes a string for use inside a JSON string literal.
-std::string json_escape(const std::string& text);
 
 }  // namespace chorus

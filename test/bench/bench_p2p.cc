@@ -1,13 +1,9 @@
 #include "bench_p2p.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "chorus/chorus.h"
 
@@ -112,29 +108,20 @@ void print_p2p(const std::vector<P2PRow>& rows) {
 
 bool write_p2p_json(const RunInfo& info, const Options& options, const std::vector<P2PRow>& rows,
                     const std::string& path, std::string* error) {
-  std::ostringstream o;
-  o << "{\n  \"benchmark\": \"chorus_bench_p2p\",\n  \"np\": " << info.ranks << ",\n  \"date\": "
-    << json_string(info.date) << ",\n  \"host\": " << json_string(info.host)
-    << ",\n  \"load_average\": " << json_string(info.load_average)
-    << ",\n  \"glibc_tunables\": " << json_string(info.glibc_tunables)
-    << ",\n  \"mpi_library\": " << json_string(info.mpi_library) << ",\n  \"repeats\": " << options.repeats
-    << ",\n  \"warmup\": " << options.warmup << ",\n  \"pingpong\": [";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const P2PRow& r = rows[i];
-    o << (i ? "," : "") << "\n    {\"bytes\": " << r.bytes << ", \"round_trips\": " << r.round_trips
-      << ", \"chorus\": " << json_stats(r.chorus) << ", \"mpi_send_recv\": " << json_stats(r.mpi)
-      << ", \"mpi_isend_irecv\": " << json_stats(r.mpi_nonblocking)
-      << ", \"chorus_over_mpi\": " << json_number(r.chorus.median / r.mpi.median)
-      << ", \"chorus_over_mpi_nonblocking\": " << json_number(r.chorus.median / r.mpi_nonblocking.median) << "}";
+  Json json = run_json("chorus_bench_p2p", info);
+  json["repeats"] = options.repeats;
+  json["warmup"] = options.warmup;
+  Json& pingpong = json["pingpong"] = Json::array();
+  for (const P2PRow& r : rows) {
+    pingpong.push_back(Json{{"bytes", r.bytes},
+                            {"round_trips", r.round_trips},
+                            {"chorus", stats_json(r.chorus)},
+                            {"mpi_send_recv", stats_json(r.mpi)},
+                            {"mpi_isend_irecv", stats_json(r.mpi_nonblocking)},
+                            {"chorus_over_mpi", r.chorus.median / r.mpi.median},
+                            {"chorus_over_mpi_nonblocking", r.chorus.median / r.mpi_nonblocking.median}});
   }
-  o << "\n  ]\n}\n";
-  std::ofstream file(path);
-  if (file) file << o.str();
-  if (!file) {
-    *error = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  return true;
+  return write_json_file(json, path, error);
 }
 
 }  // namespace chorus_bench

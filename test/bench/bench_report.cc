@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace chorus_bench {
 namespace {
@@ -22,32 +21,30 @@ std::string times_ratio(double value) {
 
 }  // namespace
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
+Json stats_json(const Stats& s) {
+  return Json{{"median_s", s.median}, {"min_s", s.min}, {"samples", s.samples}};
+}
+
+Json run_json(const char* benchmark, const RunInfo& info) {
+  return Json{{"benchmark", benchmark},
+              {"np", info.ranks},
+              {"date", info.date},
+              {"host", info.host},
+              {"load_average", info.load_average},
+              {"glibc_tunables", info.glibc_tunables},
+              {"mpi_library", info.mpi_library}};
+}
+
+bool write_json_file(const Json& json, const std::string& path, std::string* error) {
+  std::ofstream file(path);
+  // Host names and MPI's version string are not ours: invalid UTF-8 in them
+  // becomes U+FFFD instead of an exception.
+  if (file) file << json.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+  if (!file) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
   }
-  return out + "\"";
-}
-
-std::string json_number(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", value);
-  return buf;
-}
-
-std::string json_stats(const Stats& s) {
-  return "{\"median_s\": " + json_number(s.median) + ", \"min_s\": " + json_number(s.min) +
-         ", \"samples\": " + std::to_string(s.samples) + "}";
+  return true;
 }
 
 void print_header(const RunInfo& info, const Options& options) {
@@ -166,92 +163,80 @@ void print_idle(const IdleResult& idle) {
 }
 
 bool write_json(const Results& r, const std::string& path, std::string* error) {
-  std::ostringstream o;
   const int n = r.info.ranks;
-  o << "{\n  \"benchmark\": \"chorus_bench\",\n";
-  o << "  \"np\": " << n << ",\n  \"date\": " << json_string(r.info.date)
-    << ",\n  \"host\": " << json_string(r.info.host)
-    << ",\n  \"load_average\": " << json_string(r.info.load_average)
-    << ",\n  \"glibc_tunables\": " << json_string(r.info.glibc_tunables)
-    << ",\n  \"mpi_library\": " << json_string(r.info.mpi_library) << ",\n  \"chorus_env\": [";
-  for (size_t i = 0; i < r.info.chorus_env.size(); ++i) {
-    o << (i ? ", " : "") << json_string(r.info.chorus_env[i]);
+  Json json = run_json("chorus_bench", r.info);
+  json["chorus_env"] = r.info.chorus_env;
+  json["repeats"] = r.options.repeats;
+  json["warmup"] = r.options.warmup;
+  json["latency_repeats"] = r.options.latency_repeats;
+  // Ratios of a zero time are infinite: JSON has no infinity, nlohmann writes null.
+  Json& allreduce = json["allreduce"] = Json::array();
+  for (const AllreduceRow& row : r.allreduce) {
+    allreduce.push_back(Json{
+        {"bytes", row.bytes},
+        {"chorus", stats_json(row.chorus)},
+        {"mpi", stats_json(row.mpi)},
+        {"chorus_algbw_Bps", algbw(row.bytes, row.chorus.median)},
+        {"mpi_algbw_Bps", algbw(row.bytes, row.mpi.median)},
+        {"chorus_busbw_Bps", busbw(row.bytes, row.chorus.median, n)},
+        {"mpi_busbw_Bps", busbw(row.bytes, row.mpi.median, n)},
+        {"ratio", ratio(row.mpi.median, row.chorus.median)},
+        {"memcpy", stats_json(row.memcpy)},
+        {"memcpy_Bps", algbw(row.bytes, row.memcpy.median)},
+        {"memcpy_warm", stats_json(row.memcpy_warm)},
+        {"memcpy_warm_Bps", algbw(row.bytes, row.memcpy_warm.median)},
+        {"chorus_busbw_of_memcpy",
+         ratio(busbw(row.bytes, row.chorus.median, n), algbw(row.bytes, row.memcpy.median))}});
   }
-  o << "],\n  \"repeats\": " << r.options.repeats << ",\n  \"warmup\": " << r.options.warmup
-    << ",\n  \"latency_repeats\": " << r.options.latency_repeats << ",\n  \"allreduce\": [";
-  for (size_t i = 0; i < r.allreduce.size(); ++i) {
-    const AllreduceRow& row = r.allreduce[i];
-    o << (i ? "," : "") << "\n    {\"bytes\": " << row.bytes << ", \"chorus\": " << json_stats(row.chorus)
-      << ", \"mpi\": " << json_stats(row.mpi)
-      << ", \"chorus_algbw_Bps\": " << json_number(algbw(row.bytes, row.chorus.median))
-      << ", \"mpi_algbw_Bps\": " << json_number(algbw(row.bytes, row.mpi.median))
-      << ", \"chorus_busbw_Bps\": " << json_number(busbw(row.bytes, row.chorus.median, n))
-      << ", \"mpi_busbw_Bps\": " << json_number(busbw(row.bytes, row.mpi.median, n))
-      << ", \"ratio\": " << json_number(ratio(row.mpi.median, row.chorus.median))
-      << ", \"memcpy\": " << json_stats(row.memcpy)
-      << ", \"memcpy_Bps\": " << json_number(algbw(row.bytes, row.memcpy.median))
-      << ", \"memcpy_warm\": " << json_stats(row.memcpy_warm)
-      << ", \"memcpy_warm_Bps\": " << json_number(algbw(row.bytes, row.memcpy_warm.median))
-      << ", \"chorus_busbw_of_memcpy\": "
-      << json_number(ratio(busbw(row.bytes, row.chorus.median, n), algbw(row.bytes, row.memcpy.median))) << "}";
-  }
-  o << "\n  ],\n";
   if (!r.process_set_ranks.empty()) {
     const int m = static_cast<int>(r.process_set_ranks.size());
-    o << "  \"process_set\": {\"ranks\": [";
-    for (size_t i = 0; i < r.process_set_ranks.size(); ++i) o << (i ? ", " : "") << r.process_set_ranks[i];
-    o << "], \"allreduce\": [";
-    for (size_t i = 0; i < r.process_set.size(); ++i) {
-      const ProcessSetRow& row = r.process_set[i];
-      o << (i ? "," : "") << "\n    {\"bytes\": " << row.bytes << ", \"world\": " << json_stats(row.world)
-        << ", \"set\": " << json_stats(row.set)
-        << ", \"world_busbw_Bps\": " << json_number(busbw(row.bytes, row.world.median, n))
-        << ", \"set_busbw_Bps\": " << json_number(busbw(row.bytes, row.set.median, m)) << "}";
+    Json rows = Json::array();
+    for (const ProcessSetRow& row : r.process_set) {
+      rows.push_back(Json{{"bytes", row.bytes},
+                          {"world", stats_json(row.world)},
+                          {"set", stats_json(row.set)},
+                          {"world_busbw_Bps", busbw(row.bytes, row.world.median, n)},
+                          {"set_busbw_Bps", busbw(row.bytes, row.set.median, m)}});
     }
-    o << "\n  ]},\n";
+    json["process_set"] = Json{{"ranks", r.process_set_ranks}, {"allreduce", std::move(rows)}};
   }
   const SmallStepResult& s = r.small;
-  o << "  \"small_tensors\": {\"tensors\": " << s.tensors << ", \"bytes_each\": " << s.bytes_each
-    << ", \"chorus\": " << json_stats(s.chorus) << ", \"mpi_separate\": " << json_stats(s.mpi_separate)
-    << ", \"mpi_fused_with_copies\": " << json_stats(s.mpi_fused)
-    << ", \"ratio_separate\": " << json_number(ratio(s.mpi_separate.median, s.chorus.median))
-    << ", \"ratio_fused\": " << json_number(ratio(s.mpi_fused.median, s.chorus.median)) << "},\n";
+  json["small_tensors"] = Json{{"tensors", s.tensors},
+                               {"bytes_each", s.bytes_each},
+                               {"chorus", stats_json(s.chorus)},
+                               {"mpi_separate", stats_json(s.mpi_separate)},
+                               {"mpi_fused_with_copies", stats_json(s.mpi_fused)},
+                               {"ratio_separate", ratio(s.mpi_separate.median, s.chorus.median)},
+                               {"ratio_fused", ratio(s.mpi_fused.median, s.chorus.median)}};
   const LatencyResult& l = r.latency;
-  o << "  \"latency\": {\"bytes\": " << l.bytes << ", \"chorus\": " << json_stats(l.chorus)
-    << ", \"mpi\": " << json_stats(l.mpi)
-    << ", \"ratio\": " << json_number(ratio(l.mpi.median, l.chorus.median)) << "},\n";
-  o << "  \"idle_cpu\": ";
+  json["latency"] = Json{{"bytes", l.bytes},
+                         {"chorus", stats_json(l.chorus)},
+                         {"mpi", stats_json(l.mpi)},
+                         {"ratio", ratio(l.mpi.median, l.chorus.median)}};
   if (!r.idle.measured) {
-    o << "null\n}\n";
+    json["idle_cpu"] = nullptr;
   } else {
     // Unknown figures (-1) are written as null.
+    auto number = [](double v) { return v < 0.0 ? Json(nullptr) : Json(v); };
     auto list = [&](const std::vector<double>& values) {
-      std::string out = "[";
-      for (size_t i = 0; i < values.size(); ++i) {
-        out += (i ? ", " : "") + (values[i] < 0.0 ? std::string("null") : json_number(values[i]));
-      }
-      return out + "]";
+      Json out = Json::array();
+      for (double v : values) out.push_back(number(v));
+      return out;
     };
-    auto number = [&](double v) { return v < 0.0 ? std::string("null") : json_number(v); };
-    o << "{\"seconds\": " << json_number(r.idle.seconds)
-      << ", \"percent_per_rank\": " << list(r.idle.percent_per_rank)
-      << ", \"max_percent\": " << json_number(r.idle.max_percent)
-      << ",\n    \"background_thread\": {\"percent_per_rank\": " << list(r.idle.background_percent_per_rank)
-      << ", \"max_percent\": " << number(r.idle.background_max_percent)
-      << ", \"wakeups_per_rank\": " << list(r.idle.background_wakeups_per_rank)
-      << ", \"max_wakeups\": " << number(r.idle.background_max_wakeups) << "}"
-      << ",\n    \"heartbeat_thread\": {\"percent_per_rank\": " << list(r.idle.heartbeat_percent_per_rank)
-      << ", \"max_percent\": " << number(r.idle.heartbeat_max_percent)
-      << ", \"wakeups_per_rank\": " << list(r.idle.heartbeat_wakeups_per_rank)
-      << ", \"max_wakeups\": " << number(r.idle.heartbeat_max_wakeups) << "}}\n}\n";
+    json["idle_cpu"] = Json{
+        {"seconds", r.idle.seconds},
+        {"percent_per_rank", list(r.idle.percent_per_rank)},
+        {"max_percent", r.idle.max_percent},
+        {"background_thread", Json{{"percent_per_rank", list(r.idle.background_percent_per_rank)},
+                                   {"max_percent", number(r.idle.background_max_percent)},
+                                   {"wakeups_per_rank", list(r.idle.background_wakeups_per_rank)},
+                                   {"max_wakeups", number(r.idle.background_max_wakeups)}}},
+        {"heartbeat_thread", Json{{"percent_per_rank", list(r.idle.heartbeat_percent_per_rank)},
+                                  {"max_percent", number(r.idle.heartbeat_max_percent)},
+                                  {"wakeups_per_rank", list(r.idle.heartbeat_wakeups_per_rank)},
+                                  {"max_wakeups", number(r.idle.heartbeat_max_wakeups)}}}};
   }
-  std::ofstream file(path);
-  if (file) file << o.str();
-  if (!file) {
-    *error = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  return true;
+  return write_json_file(json, path, error);
 }
 
 }  // namespace chorus_bench

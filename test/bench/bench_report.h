@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench_measure.h"
 #include "bench_options.h"
 
@@ -39,12 +41,19 @@ void print_small_step(const SmallStepResult& small);
 void print_latency(const LatencyResult& latency);
 void print_idle(const IdleResult& idle);
 
-// JSON pieces: a quoted, escaped string; a number; a Stats object.
-std::string json_string(const std::string& text);
-std::string json_number(double value);
-std::string json_stats(const Stats& s);
+// The results' JSON: keys in insertion order, so the file reads in the order
+// it is written.
+using Json = nlohmann::ordered_json;
 
-// False with `error` when the file cannot be written.
+// {"median_s", "min_s", "samples"}.
+Json stats_json(const Stats& s);
+// The run's description ("benchmark", "np", "date", ...) that every results
+// file starts with.
+Json run_json(const char* benchmark, const RunInfo& info);
+
+// Writes `json` (indented) to `path`; false with `error` when it cannot.
+bool write_json_file(const Json& json, const std::string& path, std::string* error);
+// Every figure of a run.
 bool write_json(const Results& results, const std::string& path, std::string* error);
 
 }  // namespace chorus_bench

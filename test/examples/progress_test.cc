@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "chorus/torch/model_signature.h"
@@ -93,21 +94,24 @@ TEST(RunSummary, Json) {
   summary.amp_skipped_steps = 3;
   summary.amp_final_scale = 32768;
   summary.parameter_digests = {0xabcdef0123456789ull, 0x1ull};
-  EXPECT_EQ(train_mnist::to_json(summary),
-            "{\n  \"world_size\": 2,\n  \"model\": \"mlp\",\n  \"pipeline_stages\": 1,\n"
-            "  \"micro_batches\": 1,\n  \"schedule\": \"none\",\n  \"data_parallel_size\": 2,\n"
-            "  \"epochs_run\": 5,\n"
-            "  \"epochs_this_run\": 3,\n  \"stopped_early\": false,\n"
-            "  \"final_test_accuracy\": 0.9375,\n  \"final_test_loss\": 0.25,\n  \"best_epoch\": 4,\n"
-            "  \"best_test_loss\": 0.125,\n  \"samples_per_second\": 1000,\n  \"wall_seconds\": 2.5,\n"
-            "  \"mean_step_seconds\": 0.25,\n  \"amp\": \"bf16\",\n  \"amp_skipped_steps\": 3,\n"
-            "  \"amp_final_scale\": 32768,\n"
-            "  \"parameter_digests\": [\"abcdef0123456789\", \"1\"]\n}\n");
+  const std::string text = train_mnist::to_json(summary);
+  const auto json = nlohmann::ordered_json::parse(text);
+  EXPECT_EQ(json, nlohmann::ordered_json::parse(R"({
+      "world_size": 2, "model": "mlp", "pipeline_stages": 1, "micro_batches": 1, "schedule": "none",
+      "data_parallel_size": 2, "epochs_run": 5, "epochs_this_run": 3, "stopped_early": false,
+      "final_test_accuracy": 0.9375, "final_test_loss": 0.25, "best_epoch": 4, "best_test_loss": 0.125,
+      "samples_per_second": 1000, "wall_seconds": 2.5, "mean_step_seconds": 0.25, "amp": "bf16",
+      "amp_skipped_steps": 3, "amp_final_scale": 32768,
+      "parameter_digests": ["abcdef0123456789", "1"]})"))
+      << text;  // ordered_json: equal keys in the same order
+  EXPECT_EQ(text.back(), '\n');
   summary.final_test_loss = NAN;
   summary.best_test_loss = INFINITY;
-  const std::string json = train_mnist::to_json(summary);
-  EXPECT_THAT(json, HasSubstr("\"final_test_loss\": null"));
-  EXPECT_THAT(json, HasSubstr("\"best_test_loss\": null"));
+  summary.model = "a \"quoted\" name";
+  const auto special = nlohmann::json::parse(train_mnist::to_json(summary));
+  EXPECT_TRUE(special.at("final_test_loss").is_null());
+  EXPECT_TRUE(special.at("best_test_loss").is_null());
+  EXPECT_EQ(special.at("model"), summary.model);
 }
 
 TEST(Models, ReferenceMlpHas101770Parameters) {

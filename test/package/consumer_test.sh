@@ -4,6 +4,8 @@
 #     include/ holds the public headers (chorus/...) and nothing else;
 #  2. configures and builds test/package/consumer/ with find_package(Chorus)
 #     and CMAKE_PREFIX_PATH=<prefix> only (and, with torch, COMPONENTS torch);
+#     then the core consumer again with nlohmann_json unfindable (only
+#     Chorus::tune needs it);
 #  3. compiles the core consumer a second way, with pkg-config's flags
 #     (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig);
 #  4. runs every program at np=2 under mpirun; each checks its results
@@ -40,6 +42,17 @@ cmake -S "$here/consumer" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" 
   -DCMAKE_PREFIX_PATH="$prefix" -DCONSUMER_WITH_TORCH="$with_torch" ||
   fail "configuring the consumer against $prefix failed"
 cmake --build "$work/build" -j 2 || fail "building the consumer against $prefix failed"
+
+step "the core consumer needs no nlohmann-json (only Chorus::tune's headers use it)"
+cmake -S "$here/consumer" -B "$work/build_no_json" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON >"$work/no_json.log" 2>&1 || {
+  cat "$work/no_json.log" >&2
+  fail "configuring the core consumer with nlohmann_json unfindable failed"
+}
+cmake --build "$work/build_no_json" -j 2 --target core_consumer >>"$work/no_json.log" 2>&1 || {
+  cat "$work/no_json.log" >&2
+  fail "building the core consumer with nlohmann_json unfindable failed"
+}
 
 step "compile the core consumer with pkg-config"
 pc_file=$(find "$prefix" -name chorus.pc -print -quit)

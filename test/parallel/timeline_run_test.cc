@@ -24,7 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "json_validator.h"
+#include <nlohmann/json.hpp>
+
 #include "support/harness.h"
 #include "support/reference.h"
 
@@ -60,78 +61,12 @@ std::string read_file(const std::string& path) {
   return out.str();
 }
 
-std::string trim(const std::string& text) {
-  const size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return "";
-  const size_t end = text.find_last_not_of(" \t\r\n");
-  return text.substr(begin, end - begin + 1);
-}
-
-// The top-level items of `text`, a JSON array or object that JsonValidator
-// accepted (so no syntax checks here): array elements, or "key": value
-// members of an object, as raw text.
-std::vector<std::string> top_level_items(const std::string& text) {
-  std::vector<std::string> items;
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  size_t start = 1;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if ((c == '}' || c == ']') && --depth == 0) {
-      const std::string item = trim(text.substr(start, i - start));
-      if (!item.empty()) items.push_back(item);
-    } else if (c == ',' && depth == 1) {
-      items.push_back(trim(text.substr(start, i - start)));
-      start = i + 1;
-    }
-  }
-  return items;
-}
-
-// The members of a JSON object (raw value text by key; keys have no escapes
-// in a Chorus trace). Empty when `text` is not an object.
-std::map<std::string, std::string> members_of(const std::string& text) {
-  std::map<std::string, std::string> members;
-  if (text.empty() || text.front() != '{') return members;
-  for (const std::string& item : top_level_items(text)) {
-    const size_t key_end = item.find('"', 1);
-    const size_t colon = item.find(':', key_end);
-    if (item.front() != '"' || key_end == std::string::npos || colon == std::string::npos) continue;
-    members[item.substr(1, key_end - 1)] = trim(item.substr(colon + 1));
-  }
-  return members;
-}
-
-std::string quoted(const std::string& text) { return "\"" + text + "\""; }
-
-// A number member, or -1 when it is missing or not a plain number.
-double number_of(const std::map<std::string, std::string>& members, const std::string& key) {
-  const auto found = members.find(key);
-  if (found == members.end() || found->second.empty()) return -1.0;
-  char* end = nullptr;
-  const double value = std::strtod(found->second.c_str(), &end);
-  return *end == '\0' ? value : -1.0;
-}
+using nlohmann::json;
 
 struct Span {
   double ts = 0.0;
   double dur = 0.0;
-  std::string args;  // raw object text, empty when the span has none
+  json args;  // null when the span has none
 };
 
 // The spans of each tensor's lane, by activity name.
@@ -142,44 +77,46 @@ using Lanes = std::map<std::string, std::multimap<std::string, Span>>;
 // thread_name event per lane) and returns the spans by tensor.
 Lanes parse_trace(const std::string& text) {
   Lanes lanes;
-  {
-    JsonValidator validator(text);
-    EXPECT_TRUE(validator.validate()) << validator.error() << "\n" << text;
-    if (!validator.error().empty()) return lanes;
-  }
-  const std::string body = trim(text);
-  EXPECT_EQ(body.front(), '[') << "the trace is not a JSON array";
-  if (body.front() != '[') return lanes;
+  const json trace = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(trace.is_discarded()) << "the trace is not valid JSON:\n" << text;
+  EXPECT_TRUE(trace.is_array()) << "the trace is not a JSON array";
+  if (!trace.is_array()) return lanes;
 
-  std::map<std::string, std::string> lane_names;  // raw tid -> raw tensor name
-  std::vector<std::map<std::string, std::string>> spans;
-  for (const std::string& item : top_level_items(body)) {
-    const auto event = members_of(item);
-    if (event.empty()) {
-      ADD_FAILURE() << "not a trace event object: " << item;
+  std::map<int, std::string> lane_names;  // tid -> tensor name
+  std::vector<json> spans;
+  for (const json& event : trace) {
+    if (!event.is_object()) {
+      ADD_FAILURE() << "not a trace event object: " << event;
       continue;
     }
+    bool complete = true;
     for (const char* field : {"name", "ph", "pid", "tid"}) {
-      EXPECT_EQ(event.count(field), 1u) << "no \"" << field << "\": " << item;
+      if (!event.contains(field)) {
+        ADD_FAILURE() << "no \"" << field << "\": " << event;
+        complete = false;
+      }
     }
-    if (event.count("ph") == 0 || event.count("tid") == 0) continue;
-    EXPECT_EQ(event.at("pid"), "0") << item;
-    const std::string& ph = event.at("ph");
-    if (ph == quoted("M")) {
-      EXPECT_EQ(event.at("name"), quoted("thread_name")) << item;
-      const auto args = members_of(event.count("args") ? event.at("args") : "");
-      if (args.count("name") != 1) {
-        ADD_FAILURE() << "a metadata event without a lane name: " << item;
+    if (!complete) continue;
+    EXPECT_EQ(event.at("pid"), 0) << event;
+    EXPECT_TRUE(event.at("tid").is_number_integer()) << event;
+    const json& ph = event.at("ph");
+    if (ph == "M") {
+      EXPECT_EQ(event.at("name"), "thread_name") << event;
+      if (!event.contains("args") || !event.at("args").contains("name") ||
+          !event.at("args").at("name").is_string()) {
+        ADD_FAILURE() << "a metadata event without a lane name: " << event;
         continue;
       }
-      EXPECT_TRUE(lane_names.emplace(event.at("tid"), args.at("name")).second)
+      EXPECT_TRUE(lane_names.emplace(event.at("tid").get<int>(), event.at("args").at("name")).second)
           << "two thread_name events for lane " << event.at("tid");
-    } else if (ph == quoted("X")) {
-      EXPECT_GE(number_of(event, "ts"), 0.0) << item;
-      EXPECT_GE(number_of(event, "dur"), 0.0) << item;
+    } else if (ph == "X") {
+      for (const char* field : {"ts", "dur"}) {
+        EXPECT_TRUE(event.contains(field) && event.at(field).is_number() && event.at(field).get<double>() >= 0.0)
+            << "no non-negative \"" << field << "\": " << event;
+      }
       spans.push_back(event);
     } else {
-      ADD_FAILURE() << "unexpected event (a successful run has only spans and lane names): " << item;
+      ADD_FAILURE() << "unexpected event (a successful run has only spans and lane names): " << event;
     }
   }
 
@@ -187,18 +124,15 @@ Lanes parse_trace(const std::string& text) {
   for (const auto& [tid, name] : lane_names) {
     EXPECT_TRUE(tensors.insert(name).second) << "two lanes named " << name;
   }
-  for (const auto& event : spans) {
-    const auto lane = lane_names.find(event.at("tid"));
+  for (const json& event : spans) {
+    const auto lane = lane_names.find(event.at("tid").get<int>());
     if (lane == lane_names.end()) {
       ADD_FAILURE() << "a span on lane " << event.at("tid") << ", which has no thread_name event";
       continue;
     }
-    const std::string& raw = lane->second;
-    const std::string tensor = raw.size() >= 2 ? raw.substr(1, raw.size() - 2) : raw;
-    std::string name = event.at("name");
-    name = name.size() >= 2 ? name.substr(1, name.size() - 2) : name;
-    lanes[tensor].emplace(name, Span{number_of(event, "ts"), number_of(event, "dur"),
-                                     event.count("args") ? event.at("args") : ""});
+    lanes[lane->second].emplace(event.at("name").get<std::string>(),
+                                Span{event.at("ts").get<double>(), event.at("dur").get<double>(),
+                                     event.value("args", json())});
   }
   return lanes;
 }
@@ -360,7 +294,7 @@ TEST(TimelineRun, RankZeroWritesACompleteTraceOfTheRun) {
     for (const std::string& activity : order) spans.push_back(the_span(lanes, name, activity));
     expect_in_order(name, spans, order);
     if (spans[3] != nullptr) {
-      EXPECT_EQ(members_of(spans[3]->args), (std::map<std::string, std::string>{{"fused_tensors", "4"}}))
+      EXPECT_EQ(spans[3]->args, (json{{"fused_tensors", kSmallTensors}}))
           << name << " ALLREDUCE args: " << spans[3]->args;
     }
   }

@@ -40,12 +40,12 @@ AshaScheduler::AshaScheduler(const AshaOptions& options)
 
 Json AshaScheduler::settings() const {
   Json j = Json::object();
-  j.set("min_budget", options_.min_budget);
-  j.set("max_budget", options_.max_budget);
-  j.set("eta", options_.eta);
-  j.set("early_stopping_rate", options_.early_stopping_rate);
-  j.set("max_trials", options_.max_trials);
-  j.set("objective", objective_name(options_.objective));
+  j["min_budget"] = options_.min_budget;
+  j["max_budget"] = options_.max_budget;
+  j["eta"] = options_.eta;
+  j["early_stopping_rate"] = options_.early_stopping_rate;
+  j["max_trials"] = options_.max_trials;
+  j["objective"] = objective_name(options_.objective);
   return j;
 }
 

@@ -44,9 +44,9 @@ HyperbandScheduler::HyperbandScheduler(const HyperbandOptions& options)
 
 Json HyperbandScheduler::settings() const {
   Json j = Json::object();
-  j.set("max_budget", options_.max_budget);
-  j.set("eta", options_.eta);
-  j.set("objective", objective_name(options_.objective));
+  j["max_budget"] = options_.max_budget;
+  j["eta"] = options_.eta;
+  j["objective"] = objective_name(options_.objective);
   return j;
 }
 

@@ -16,9 +16,9 @@ RandomSearchScheduler::RandomSearchScheduler(const RandomSearchOptions& options)
 
 Json RandomSearchScheduler::settings() const {
   Json j = Json::object();
-  j.set("max_budget", options_.max_budget);
-  j.set("trials", options_.trials);
-  j.set("objective", objective_name(options_.objective));
+  j["max_budget"] = options_.max_budget;
+  j["trials"] = options_.trials;
+  j["objective"] = objective_name(options_.objective);
   return j;
 }
 

@@ -4,10 +4,13 @@
 #include <cstdlib>
 
 #include "chorus/status.h"
+#include "json_fields.h"
 
 namespace chorus {
 namespace tune {
 namespace {
+
+namespace jf = json_fields;
 
 [[noreturn]] void invalid(const std::string& message) { throw Error(Status::InvalidArgument(message)); }
 [[noreturn]] void internal(const std::string& message) { throw Error(Status::Internal(message)); }
@@ -27,9 +30,12 @@ Objective parse_objective(const std::string& name) {
 }
 
 ParamValue value_from_json(const Json& j, const std::string& what) {
-  if (j.is_string()) return ParamValue(j.as_string(what));
-  const double d = j.as_number(what);
+  if (j.is_string()) return ParamValue(jf::string(j, what));
+  if (j.is_number_integer()) return ParamValue(jf::integer(j, what));
+  const double d = jf::number(j, what);
   // The space decides the type; check() compares with the sampled config.
+  // Whole doubles read as integers, as files of earlier versions (which
+  // wrote 2.0 as 2) always did.
   if (d == std::floor(d) && std::fabs(d) < 9007199254740992.0) return ParamValue(static_cast<int64_t>(d));
   return ParamValue(d);
 }
@@ -52,28 +58,28 @@ const RungRecord* TrialRecord::last_result() const {
 
 Json SearchHeader::to_json() const {
   Json j = Json::object();
-  j.set("scheduler", scheduler);
-  j.set("settings", settings);
-  j.set("objective", objective_name(objective));
-  j.set("seed", std::to_string(seed));  // a string: 64-bit seeds exceed a double's 53 bits
-  j.set("max_budget", max_budget);
-  j.set("groups", groups);
-  j.set("space", space);
+  j["scheduler"] = scheduler;
+  j["settings"] = settings;
+  j["objective"] = objective_name(objective);
+  j["seed"] = std::to_string(seed);  // a string: 64-bit seeds exceed a double's 53 bits
+  j["max_budget"] = max_budget;
+  j["groups"] = groups;
+  j["space"] = space;
   return j;
 }
 
 SearchHeader SearchHeader::from_json(const Json& j) {
   SearchHeader h;
-  h.scheduler = j.at("scheduler").as_string("search.scheduler");
-  h.settings = j.at("settings");
-  h.objective = parse_objective(j.at("objective").as_string("search.objective"));
-  const std::string& seed = j.at("seed").as_string("search.seed");
+  h.scheduler = jf::string(jf::member(j, "scheduler"), "search.scheduler");
+  h.settings = jf::member(j, "settings");
+  h.objective = parse_objective(jf::string(jf::member(j, "objective"), "search.objective"));
+  const std::string& seed = jf::string(jf::member(j, "seed"), "search.seed");
   char* end = nullptr;
   h.seed = std::strtoull(seed.c_str(), &end, 10);
   if (seed.empty() || *end != '\0') invalid("search.seed must be a decimal number, not '" + seed + "'");
-  h.max_budget = j.at("max_budget").as_int("search.max_budget");
-  h.groups = static_cast<int>(j.at("groups").as_int("search.groups"));
-  h.space = j.at("space");
+  h.max_budget = jf::integer(jf::member(j, "max_budget"), "search.max_budget");
+  h.groups = static_cast<int>(jf::integer(jf::member(j, "groups"), "search.groups"));
+  h.space = jf::member(j, "space");
   return h;
 }
 
@@ -221,37 +227,37 @@ void SearchLog::replay_into(Scheduler& scheduler) const {
 
 Json SearchLog::to_json() const {
   Json j = Json::object();
-  j.set("format", "chorus-tune-state");
-  j.set("version", 1);
-  j.set("search", header_.to_json());
+  j["format"] = "chorus-tune-state";
+  j["version"] = 1;
+  j["search"] = header_.to_json();
   Json trials = Json::array();
   for (const TrialRecord& t : trials_) {
     Json tj = Json::object();
-    tj.set("id", t.id);
-    tj.set("bracket", t.bracket);
-    tj.set("state", trial_state_name(t.state));
-    tj.set("budget_used", t.budget_used());
-    tj.set("config", t.config.to_json());
+    tj["id"] = t.id;
+    tj["bracket"] = t.bracket;
+    tj["state"] = trial_state_name(t.state);
+    tj["budget_used"] = t.budget_used();
+    tj["config"] = t.config.to_json();
     Json rungs = Json::array();
     for (const RungRecord& r : t.rungs) {
       Json rj = Json::object();
-      rj.set("rung", r.rung);
-      rj.set("budget", r.budget);
-      rj.set("previous_budget", r.previous_budget);
-      rj.set("group", r.group);
-      rj.set("attempts", r.attempts);
-      rj.set("start", r.start_time);
-      rj.set("end", r.end_time);
-      rj.set("state", !r.finished ? "running" : r.failed ? "failed" : "done");
-      if (r.finished && !r.failed) rj.set("metric", r.metric);
-      if (r.failed) rj.set("error", r.error);
-      rj.set("resource_used", r.resource_used);
-      rungs.push_back(rj);
+      rj["rung"] = r.rung;
+      rj["budget"] = r.budget;
+      rj["previous_budget"] = r.previous_budget;
+      rj["group"] = r.group;
+      rj["attempts"] = r.attempts;
+      rj["start"] = r.start_time;
+      rj["end"] = r.end_time;
+      rj["state"] = !r.finished ? "running" : r.failed ? "failed" : "done";
+      if (r.finished && !r.failed) rj["metric"] = r.metric;
+      if (r.failed) rj["error"] = r.error;
+      rj["resource_used"] = r.resource_used;
+      rungs.push_back(std::move(rj));
     }
-    tj.set("rungs", rungs);
-    trials.push_back(tj);
+    tj["rungs"] = std::move(rungs);
+    trials.push_back(std::move(tj));
   }
-  j.set("trials", trials);
+  j["trials"] = std::move(trials);
   Json events = Json::array();
   for (const Event& e : events_) {
     Json ej = Json::array({Json(e.kind == Event::kJob ? "job" : e.kind == Event::kResult ? "result" : "failed"),
@@ -259,63 +265,62 @@ Json SearchLog::to_json() const {
     if (e.kind == Event::kResult) ej.push_back(e.metric);
     events.push_back(ej);
   }
-  j.set("events", events);
+  j["events"] = events;
   return j;
 }
 
 SearchLog SearchLog::from_json(const Json& j) {
-  if (!j.is_object() || j.find("format") == nullptr || !j.at("format").is_string() ||
-      j.at("format").as_string("format") != "chorus-tune-state")
+  if (!j.is_object() || !j.contains("format") || j.at("format") != "chorus-tune-state")
     invalid("it is not a chorus::tune state file (no \"format\": \"chorus-tune-state\")");
-  const int64_t version = j.at("version").as_int("version");
+  const int64_t version = jf::integer(jf::member(j, "version"), "version");
   if (version != 1) invalid("its format version is " + std::to_string(version) + ", this build reads version 1");
-  SearchLog log(SearchHeader::from_json(j.at("search")));
-  for (const Json& tj : j.at("trials").as_array("trials")) {
+  SearchLog log(SearchHeader::from_json(jf::member(j, "search")));
+  for (const Json& tj : jf::array(jf::member(j, "trials"), "trials")) {
     TrialRecord t;
-    t.id = tj.at("id").as_int("trial id");
+    t.id = jf::integer(jf::member(tj, "id"), "trial id");
     const std::string what = "trial " + std::to_string(t.id);
     if (t.id != static_cast<int64_t>(log.trials_.size()))
       invalid("trial ids must be 0, 1, 2, ... in order; found " + std::to_string(t.id) + " at position " +
               std::to_string(log.trials_.size()));
-    t.bracket = static_cast<int>(tj.at("bracket").as_int(what + " bracket"));
-    t.state = parse_state(tj.at("state").as_string(what + " state"));
-    for (const auto& [name, value] : tj.at("config").as_object(what + " config"))
-      t.config.set(name, value_from_json(value, what + " " + name));
-    for (const Json& rj : tj.at("rungs").as_array(what + " rungs")) {
+    t.bracket = static_cast<int>(jf::integer(jf::member(tj, "bracket"), what + " bracket"));
+    t.state = parse_state(jf::string(jf::member(tj, "state"), what + " state"));
+    for (const auto& member : jf::object(jf::member(tj, "config"), what + " config").items())
+      t.config.set(member.key(), value_from_json(member.value(), what + " " + member.key()));
+    for (const Json& rj : jf::array(jf::member(tj, "rungs"), what + " rungs")) {
       RungRecord r;
-      r.rung = static_cast<int>(rj.at("rung").as_int(what + " rung"));
-      r.budget = rj.at("budget").as_int(what + " budget");
-      r.previous_budget = rj.at("previous_budget").as_int(what + " previous_budget");
-      r.group = static_cast<int>(rj.at("group").as_int(what + " group"));
-      r.attempts = static_cast<int>(rj.at("attempts").as_int(what + " attempts"));
-      r.start_time = rj.at("start").as_number(what + " start");
-      r.end_time = rj.at("end").as_number(what + " end");
-      const std::string& state = rj.at("state").as_string(what + " rung state");
+      r.rung = static_cast<int>(jf::integer(jf::member(rj, "rung"), what + " rung"));
+      r.budget = jf::integer(jf::member(rj, "budget"), what + " budget");
+      r.previous_budget = jf::integer(jf::member(rj, "previous_budget"), what + " previous_budget");
+      r.group = static_cast<int>(jf::integer(jf::member(rj, "group"), what + " group"));
+      r.attempts = static_cast<int>(jf::integer(jf::member(rj, "attempts"), what + " attempts"));
+      r.start_time = jf::number(jf::member(rj, "start"), what + " start");
+      r.end_time = jf::number(jf::member(rj, "end"), what + " end");
+      const std::string& state = jf::string(jf::member(rj, "state"), what + " rung state");
       if (state != "running" && state != "failed" && state != "done")
         invalid(what + " rung state '" + state + "' is not running, failed or done");
       r.finished = state != "running";
       r.failed = state == "failed";
-      if (state == "done") r.metric = rj.at("metric").as_number(what + " metric");
-      if (r.failed) r.error = rj.at("error").as_string(what + " error");
-      r.resource_used = rj.at("resource_used").as_int(what + " resource_used");
+      if (state == "done") r.metric = jf::number(jf::member(rj, "metric"), what + " metric");
+      if (r.failed) r.error = jf::string(jf::member(rj, "error"), what + " error");
+      r.resource_used = jf::integer(jf::member(rj, "resource_used"), what + " resource_used");
       t.rungs.push_back(r);
     }
     log.trials_.push_back(std::move(t));
   }
-  for (const Json& ej : j.at("events").as_array("events")) {
-    const Json::Array& a = ej.as_array("an event");
+  for (const Json& ej : jf::array(jf::member(j, "events"), "events")) {
+    const Json& a = jf::array(ej, "an event");
     if (a.size() < 3) invalid("an event has " + std::to_string(a.size()) + " fields, expected [kind, trial, rung(, metric)]");
     Event e;
-    const std::string& kind = a[0].as_string("an event's kind");
-    e.trial = a[1].as_int("an event's trial");
-    e.rung = static_cast<int>(a[2].as_int("an event's rung"));
+    const std::string& kind = jf::string(a[0], "an event's kind");
+    e.trial = jf::integer(a[1], "an event's trial");
+    e.rung = static_cast<int>(jf::integer(a[2], "an event's rung"));
     if (kind == "job") e.kind = Event::kJob;
     else if (kind == "result") e.kind = Event::kResult;
     else if (kind == "failed") e.kind = Event::kFailure;
     else invalid("unknown event kind '" + kind + "' (expected job, result or failed)");
     if (e.kind == Event::kResult) {
       if (a.size() != 4) invalid("a result event needs a metric");
-      e.metric = a[3].as_number("an event's metric");
+      e.metric = jf::number(a[3], "an event's metric");
     }
     const TrialRecord* t = log.trial(e.trial);
     bool has_rung = false;

@@ -12,7 +12,7 @@ namespace tune {
 namespace {
 
 // A gnuplot string literal.
-std::string quoted(const std::string& text) {
+std::string gnuplot_quoted(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
@@ -76,17 +76,17 @@ Status write_search_plot(const SearchLog& log, const std::string& png_path, cons
                                     ", " + short_number(best->last_result()->metric);
   std::string script;
   script += "set terminal pngcairo noenhanced size 960,600 font \"sans,11\"\n";
-  script += "set output " + quoted(png_path) + "\n";
+  script += "set output " + gnuplot_quoted(png_path) + "\n";
   script += "set grid\nset key box opaque top left\n";
-  script += "set title " + quoted(heading) + "\n";
+  script += "set title " + gnuplot_quoted(heading) + "\n";
   script += "set logscale x\nset xlabel \"budget (units)\"\n";
   // The budgets' own range, with a margin (gnuplot's would run to the next decade).
   script += "set xrange [" + number(static_cast<double>(low) / 1.25) + ":" + number(static_cast<double>(high) * 1.25) + "]\n";
-  script += "set ylabel " + quoted(std::string("metric (") + objective_name(h.objective) + ")") + "\n";
-  script += "plot for [i=0:" + std::to_string(sets - 1) + "] " + quoted(data_path) +
-            " index i with linespoints lw 1 pt 7 ps 0.6 lc (i % 8 + 1) notitle, \\\n     " + quoted(data_path) +
+  script += "set ylabel " + gnuplot_quoted(std::string("metric (") + objective_name(h.objective) + ")") + "\n";
+  script += "plot for [i=0:" + std::to_string(sets - 1) + "] " + gnuplot_quoted(data_path) +
+            " index i with linespoints lw 1 pt 7 ps 0.6 lc (i % 8 + 1) notitle, \\\n     " + gnuplot_quoted(data_path) +
             " index " + std::to_string(sets) + " with linespoints lw 3 pt 7 ps 1 lc rgb \"black\" title " +
-            quoted("best: trial " + std::to_string(best->id) + " (" + best->config.to_string() + ")") + "\n";
+            gnuplot_quoted("best: trial " + std::to_string(best->id) + " (" + best->config.to_string() + ")") + "\n";
 
   for (const auto& [path, text] : {std::make_pair(data_path, data), std::make_pair(script_path, script)}) {
     std::ofstream out(path);

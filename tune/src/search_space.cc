@@ -17,7 +17,7 @@ std::string number(double v) {
   return buf;
 }
 
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
+std::string quote_name(const std::string& name) { return "'" + name + "'"; }
 
 }  // namespace
 
@@ -66,7 +66,7 @@ const ParamValue& Config::get(const std::string& name) const {
     if (n == name) return v;
   std::string names;
   for (const auto& [n, v] : values_) names += (names.empty() ? "" : ", ") + n;
-  invalid("the configuration has no hyperparameter " + quoted(name) + " (it has: " + names + ")");
+  invalid("the configuration has no hyperparameter " + quote_name(name) + " (it has: " + names + ")");
 }
 
 std::string Config::to_string() const {
@@ -77,7 +77,7 @@ std::string Config::to_string() const {
 
 Json Config::to_json() const {
   Json j = Json::object();
-  for (const auto& [n, v] : values_) j.set(n, v.to_json());
+  for (const auto& [n, v] : values_) j[n] = v.to_json();
   return j;
 }
 
@@ -135,25 +135,25 @@ bool ParamSpec::contains(const ParamValue& v) const {
 
 Json ParamSpec::to_json() const {
   Json j = Json::object();
-  j.set("name", name);
+  j["name"] = name;
   switch (kind) {
     case ParamKind::kFloat:
-      j.set("type", "float");
-      j.set("low", low);
-      j.set("high", high);
-      j.set("log", log);
+      j["type"] = "float";
+      j["low"] = low;
+      j["high"] = high;
+      j["log"] = log;
       break;
     case ParamKind::kInt:
-      j.set("type", "int");
-      j.set("low", int_low);
-      j.set("high", int_high);
-      j.set("log", log);
+      j["type"] = "int";
+      j["low"] = int_low;
+      j["high"] = int_high;
+      j["log"] = log;
       break;
     case ParamKind::kChoice: {
-      j.set("type", "choice");
+      j["type"] = "choice";
       Json c = Json::array();
       for (const ParamValue& v : choices) c.push_back(v.to_json());
-      j.set("choices", c);
+      j["choices"] = c;
       break;
     }
   }
@@ -163,15 +163,15 @@ Json ParamSpec::to_json() const {
 void SearchSpace::add(ParamSpec spec) {
   if (spec.name.empty()) invalid("a hyperparameter needs a name (got an empty one)");
   for (const ParamSpec& p : params_)
-    if (p.name == spec.name) invalid("hyperparameter " + quoted(spec.name) + " is defined twice");
+    if (p.name == spec.name) invalid("hyperparameter " + quote_name(spec.name) + " is defined twice");
   params_.push_back(std::move(spec));
 }
 
 SearchSpace& SearchSpace::add_uniform(const std::string& name, double low, double high) {
   if (!std::isfinite(low) || !std::isfinite(high))
-    invalid("hyperparameter " + quoted(name) + ": bounds must be finite, got [" + number(low) + ", " + number(high) + ")");
+    invalid("hyperparameter " + quote_name(name) + ": bounds must be finite, got [" + number(low) + ", " + number(high) + ")");
   if (!(low < high))
-    invalid("hyperparameter " + quoted(name) + ": low must be below high, got low " + number(low) + ", high " + number(high));
+    invalid("hyperparameter " + quote_name(name) + ": low must be below high, got low " + number(low) + ", high " + number(high));
   ParamSpec spec;
   spec.name = name;
   spec.kind = ParamKind::kFloat;
@@ -183,7 +183,7 @@ SearchSpace& SearchSpace::add_uniform(const std::string& name, double low, doubl
 
 SearchSpace& SearchSpace::add_log_uniform(const std::string& name, double low, double high) {
   if (std::isfinite(low) && low <= 0)
-    invalid("hyperparameter " + quoted(name) + ": a log scale needs low > 0, got low " + number(low));
+    invalid("hyperparameter " + quote_name(name) + ": a log scale needs low > 0, got low " + number(low));
   add_uniform(name, low, high);
   params_.back().log = true;
   return *this;
@@ -191,10 +191,10 @@ SearchSpace& SearchSpace::add_log_uniform(const std::string& name, double low, d
 
 SearchSpace& SearchSpace::add_int(const std::string& name, int64_t low, int64_t high, bool log) {
   if (!(low < high))
-    invalid("hyperparameter " + quoted(name) + ": low must be below high, got low " + std::to_string(low) +
+    invalid("hyperparameter " + quote_name(name) + ": low must be below high, got low " + std::to_string(low) +
             ", high " + std::to_string(high) + " (a single value is a choice of one)");
   if (log && low <= 0)
-    invalid("hyperparameter " + quoted(name) + ": a log scale needs low > 0, got low " + std::to_string(low));
+    invalid("hyperparameter " + quote_name(name) + ": a log scale needs low > 0, got low " + std::to_string(low));
   ParamSpec spec;
   spec.name = name;
   spec.kind = ParamKind::kInt;
@@ -206,13 +206,13 @@ SearchSpace& SearchSpace::add_int(const std::string& name, int64_t low, int64_t 
 }
 
 SearchSpace& SearchSpace::add_choice(const std::string& name, std::vector<ParamValue> choices) {
-  if (choices.empty()) invalid("hyperparameter " + quoted(name) + ": a choice needs at least one value, got none");
+  if (choices.empty()) invalid("hyperparameter " + quote_name(name) + ": a choice needs at least one value, got none");
   for (size_t i = 0; i < choices.size(); ++i) {
     if (choices[i].is_double() && !std::isfinite(choices[i].as_double()))
-      invalid("hyperparameter " + quoted(name) + ": choice " + choices[i].to_string() + " is not finite");
+      invalid("hyperparameter " + quote_name(name) + ": choice " + choices[i].to_string() + " is not finite");
     for (size_t j = 0; j < i; ++j)
       if (choices[i] == choices[j])
-        invalid("hyperparameter " + quoted(name) + ": choice " + choices[i].to_string() + " is listed twice");
+        invalid("hyperparameter " + quote_name(name) + ": choice " + choices[i].to_string() + " is listed twice");
   }
   ParamSpec spec;
   spec.name = name;
@@ -231,10 +231,10 @@ Config SearchSpace::sample(uint64_t seed, int64_t trial) const {
 
 void SearchSpace::check(const Config& config) const {
   for (const ParamSpec& p : params_) {
-    if (!config.has(p.name)) invalid("the configuration lacks hyperparameter " + quoted(p.name));
+    if (!config.has(p.name)) invalid("the configuration lacks hyperparameter " + quote_name(p.name));
     const ParamValue& v = config.get(p.name);
     if (!p.contains(v))
-      invalid("hyperparameter " + quoted(p.name) + " = " + v.to_string() + " lies outside its space " + p.to_json().dump());
+      invalid("hyperparameter " + quote_name(p.name) + " = " + v.to_string() + " lies outside its space " + p.to_json().dump());
   }
   if (config.values().size() != params_.size())
     invalid("the configuration has " + std::to_string(config.values().size()) + " hyperparameters, the space " +

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "json_fields.h"
+
 namespace chorus {
 namespace tune {
 namespace {
@@ -65,18 +67,19 @@ Status write_file_atomically(const std::string& path, const std::string& text) {
 }
 
 std::string state_file_text(const SearchLog& log) {
-  // Pretty-printed except the events, one compact line each: a long search
-  // has thousands of them.
+  // Indented, except the events: one compact line each (a long search has
+  // thousands of them, and dump(1) would spread each over five lines). The
+  // indented document is written with an empty events list, whose "[]" the
+  // events' own dumps then fill.
   Json j = log.to_json();
-  Json events = j.at("events");
-  j.set("events", Json::array());
+  const Json events = std::move(j["events"]);
+  j["events"] = Json::array();
   std::string text = j.dump(1);
   const std::string empty = "\"events\": []";
   const size_t at = text.rfind(empty);
   std::string lines = "\"events\": [";
-  const Json::Array& list = events.as_array("events");
-  for (size_t i = 0; i < list.size(); ++i) lines += (i ? ",\n  " : "\n  ") + list[i].dump();
-  lines += list.empty() ? "]" : "\n ]";
+  for (size_t i = 0; i < events.size(); ++i) lines += (i ? ",\n  " : "\n  ") + events[i].dump();
+  lines += events.empty() ? "]" : "\n ]";
   text.replace(at, empty.size(), lines);
   return text + "\n";
 }
@@ -92,7 +95,7 @@ SearchLog load_state_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   try {
-    return SearchLog::from_json(Json::parse(text.str()));
+    return SearchLog::from_json(json_fields::parse(text.str()));
   } catch (const Error& e) {
     throw Error(Status(e.code(), "search state file '" + path + "' is not usable: " + e.what()));
   }

@@ -6,9 +6,15 @@
 
 #include "chorus/status.h"
 #include "chorus/tune/json.h"
+#include "json_fields.h"
 
 namespace chorus {
 namespace tune {
+namespace {
+
+namespace jf = json_fields;
+
+}  // namespace
 
 double unix_time_now() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -17,58 +23,58 @@ double unix_time_now() {
 
 std::string encode_job(const Job& job) {
   Json j = Json::object();
-  j.set("kind", job_kind_name(job.kind));
-  j.set("trial", job.trial);
-  j.set("rung", job.rung);
-  j.set("budget", job.budget);
-  j.set("previous_budget", job.previous_budget);
-  j.set("bracket", job.bracket);
+  j["kind"] = job_kind_name(job.kind);
+  j["trial"] = job.trial;
+  j["rung"] = job.rung;
+  j["budget"] = job.budget;
+  j["previous_budget"] = job.previous_budget;
+  j["bracket"] = job.bracket;
   return j.dump();
 }
 
 Job decode_job(const std::string& text) {
-  const Json j = Json::parse(text);
+  const Json j = jf::parse(text);
   Job job;
-  const std::string& kind = j.at("kind").as_string("job kind");
+  const std::string& kind = jf::string(jf::member(j, "kind"), "job kind");
   const JobKind kinds[] = {JobKind::kStart, JobKind::kPromote, JobKind::kWait, JobKind::kDone};
   bool known = false;
   for (JobKind k : kinds)
     if (kind == job_kind_name(k)) job.kind = k, known = true;
   if (!known) throw Error(Status::InvalidArgument("unknown job kind '" + kind + "'"));
-  job.trial = j.at("trial").as_int("job trial");
-  job.rung = static_cast<int>(j.at("rung").as_int("job rung"));
-  job.budget = j.at("budget").as_int("job budget");
-  job.previous_budget = j.at("previous_budget").as_int("job previous_budget");
-  job.bracket = static_cast<int>(j.at("bracket").as_int("job bracket"));
+  job.trial = jf::integer(jf::member(j, "trial"), "job trial");
+  job.rung = static_cast<int>(jf::integer(jf::member(j, "rung"), "job rung"));
+  job.budget = jf::integer(jf::member(j, "budget"), "job budget");
+  job.previous_budget = jf::integer(jf::member(j, "previous_budget"), "job previous_budget");
+  job.bracket = static_cast<int>(jf::integer(jf::member(j, "bracket"), "job bracket"));
   return job;
 }
 
 std::string encode_report(const JobReport& r) {
   Json j = Json::object();
-  j.set("group", r.group);
-  j.set("trial", r.trial);
-  j.set("rung", r.rung);
-  j.set("failed", r.failed);
-  j.set("metric", r.failed ? 0.0 : r.metric);
-  j.set("error", r.error);
-  j.set("resource_used", r.resource_used);
-  j.set("start", r.start_time);
-  j.set("end", r.end_time);
+  j["group"] = r.group;
+  j["trial"] = r.trial;
+  j["rung"] = r.rung;
+  j["failed"] = r.failed;
+  j["metric"] = r.failed ? 0.0 : r.metric;
+  j["error"] = r.error;
+  j["resource_used"] = r.resource_used;
+  j["start"] = r.start_time;
+  j["end"] = r.end_time;
   return j.dump();
 }
 
 JobReport decode_report(const std::string& text) {
-  const Json j = Json::parse(text);
+  const Json j = jf::parse(text);
   JobReport r;
-  r.group = static_cast<int>(j.at("group").as_int("report group"));
-  r.trial = j.at("trial").as_int("report trial");
-  r.rung = static_cast<int>(j.at("rung").as_int("report rung"));
-  r.failed = j.at("failed").as_bool("report failed");
-  r.metric = j.at("metric").as_number("report metric");
-  r.error = j.at("error").as_string("report error");
-  r.resource_used = j.at("resource_used").as_int("report resource_used");
-  r.start_time = j.at("start").as_number("report start");
-  r.end_time = j.at("end").as_number("report end");
+  r.group = static_cast<int>(jf::integer(jf::member(j, "group"), "report group"));
+  r.trial = jf::integer(jf::member(j, "trial"), "report trial");
+  r.rung = static_cast<int>(jf::integer(jf::member(j, "rung"), "report rung"));
+  r.failed = jf::boolean(jf::member(j, "failed"), "report failed");
+  r.metric = jf::number(jf::member(j, "metric"), "report metric");
+  r.error = jf::string(jf::member(j, "error"), "report error");
+  r.resource_used = jf::integer(jf::member(j, "resource_used"), "report resource_used");
+  r.start_time = jf::number(jf::member(j, "start"), "report start");
+  r.end_time = jf::number(jf::member(j, "end"), "report end");
   return r;
 }
 

@@ -1,10 +1,10 @@
 // Recording, gathering and writing pipeline spans.
 #include "chorus/torch/pipeline_trace.h"
 
-#include <cstdio>
+#include <cmath>
 #include <fstream>
-#include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "chorus/chorus.h"
@@ -19,6 +19,9 @@ constexpr int64_t kFields = 9;  // kind rank stage pipeline step micro_batch sta
 double micros(PipelineTrace::Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
+
+// Microseconds rounded to the nanosecond, the trace's resolution.
+double to_nanoseconds(double us) { return std::round(us * 1000.0) / 1000.0; }
 
 }  // namespace
 
@@ -94,35 +97,35 @@ void PipelineTrace::write(const std::string& path) const {
 }
 
 std::string chrome_trace_json(const std::vector<PipelineSpan>& spans) {
-  std::ostringstream out;
-  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  bool first = true;
+  // Insertion order keeps each event readable ("name" first).
+  using Json = nlohmann::ordered_json;
+  Json events = Json::array();
   // Names for the rows: pipeline g, stage s (rank r).
   for (const auto& s : spans) {
     if (s.step != spans.front().step || s.micro_batch != 0 ||
         s.kind != PipelineSpan::Kind::kForward) {
       continue;
     }
-    out << (first ? "" : ",\n") << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": "
-        << s.pipeline << ", \"tid\": " << s.stage << ", \"args\": {\"name\": \"stage " << s.stage
-        << " (rank " << s.rank << ")\"}}";
-    first = false;
+    events.push_back(Json{{"name", "thread_name"},
+                          {"ph", "M"},
+                          {"pid", s.pipeline},
+                          {"tid", s.stage},
+                          {"args", Json{{"name", "stage " + std::to_string(s.stage) + " (rank " +
+                                                     std::to_string(s.rank) + ")"}}}});
   }
-  char buffer[64];
   for (const auto& s : spans) {
     const bool forward = s.kind == PipelineSpan::Kind::kForward;
-    out << (first ? "" : ",\n") << "{\"name\": \"" << (forward ? 'F' : 'B') << s.micro_batch
-        << "\", \"cat\": \"" << (forward ? "forward" : "backward") << "\", \"ph\": \"X\"";
-    std::snprintf(buffer, sizeof buffer, "%.3f", s.start_us);
-    out << ", \"ts\": " << buffer;
-    std::snprintf(buffer, sizeof buffer, "%.3f", s.end_us - s.start_us);
-    out << ", \"dur\": " << buffer << ", \"pid\": " << s.pipeline << ", \"tid\": " << s.stage
-        << ", \"args\": {\"step\": " << s.step << ", \"micro_batch\": " << s.micro_batch
-        << ", \"rank\": " << s.rank << "}}";
-    first = false;
+    const double start = to_nanoseconds(s.start_us);
+    events.push_back(Json{{"name", (forward ? "F" : "B") + std::to_string(s.micro_batch)},
+                          {"cat", forward ? "forward" : "backward"},
+                          {"ph", "X"},
+                          {"ts", start},
+                          {"dur", to_nanoseconds(s.end_us - s.start_us)},
+                          {"pid", s.pipeline},
+                          {"tid", s.stage},
+                          {"args", Json{{"step", s.step}, {"micro_batch", s.micro_batch}, {"rank", s.rank}}}});
   }
-  out << "\n]}\n";
-  return out.str();
+  return Json{{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}}.dump() + "\n";
 }
 
 }  // namespace torch

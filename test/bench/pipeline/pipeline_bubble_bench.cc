@@ -25,12 +25,12 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "chorus/torch.h"
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
   const int S = chorus::size();
   const auto layout = ct::PipelineLayout::make(S, chorus::rank(), S);
-  std::ostringstream rows;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   const std::string schedules = values["schedules"].as<std::string>();
   std::vector<std::string> schedule_names;
   for (const char* name : {"gpipe", "1f1b"}) {
@@ -190,12 +190,13 @@ int main(int argc, char** argv) {
                                                    : pipeline.options().trace_path);
       }
       if (chorus::rank() == 0) {
-        rows << (rows.tellp() > 0 ? ",\n" : "") << "    {\"schedule\": \"" << schedule_name
-             << "\", \"stages\": " << S << ", \"micro_batches\": " << M
-             << ", \"theoretical_bubble\": " << ct::theoretical_bubble(S, M)
-             << ", \"measured_bubble\": " << median(mean_bubbles)
-             << ", \"worst_stage_bubble\": " << median(worst_bubbles)
-             << ", \"step_ms\": " << 1000 * median(step_seconds) << "}";
+        rows.push_back(nlohmann::ordered_json{{"schedule", schedule_name},
+                                              {"stages", S},
+                                              {"micro_batches", M},
+                                              {"theoretical_bubble", ct::theoretical_bubble(S, M)},
+                                              {"measured_bubble", median(mean_bubbles)},
+                                              {"worst_stage_bubble", median(worst_bubbles)},
+                                              {"step_ms", 1000 * median(step_seconds)}});
         std::cerr << schedule_name << " S=" << S << " M=" << M << ": measured bubble "
                   << median(mean_bubbles) << " (worst stage " << median(worst_bubbles)
                   << "), theoretical " << ct::theoretical_bubble(S, M) << ", step "
@@ -204,14 +205,17 @@ int main(int argc, char** argv) {
     }
   }
   if (chorus::rank() == 0) {
-    std::ostringstream json;
-    json << "{\"benchmark\": \"pipeline_bubble\", \"stages\": " << S << ", \"compute\": \"" << compute
-         << "\", \"forward_ms_per_step\": " << forward_s * 1000
-         << ", \"backward_ms_per_step\": " << 2 * forward_s * 1000 << ", \"steps\": " << steps
-         << ", \"hardware_threads\": " << std::thread::hardware_concurrency()
-         << ",\n  \"results\": [\n" << rows.str() << "\n  ]}\n";
-    std::cout << json.str();
-    if (values.count("json")) std::ofstream(values["json"].as<std::string>()) << json.str();
+    const nlohmann::ordered_json json{{"benchmark", "pipeline_bubble"},
+                                      {"stages", S},
+                                      {"compute", compute},
+                                      {"forward_ms_per_step", forward_s * 1000},
+                                      {"backward_ms_per_step", 2 * forward_s * 1000},
+                                      {"steps", steps},
+                                      {"hardware_threads", std::thread::hardware_concurrency()},
+                                      {"results", std::move(rows)}};
+    const std::string text = json.dump(2) + "\n";
+    std::cout << text;
+    if (values.count("json")) std::ofstream(values["json"].as<std::string>()) << text;
   }
   chorus::shutdown();
   return 0;

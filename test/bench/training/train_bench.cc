@@ -36,6 +36,7 @@
 
 #include <boost/program_options.hpp>
 #include <mpi.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "chorus/torch.h"
@@ -266,12 +267,16 @@ int main(int argc, char** argv) {
     int64_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += p.numel();
     if (rank == 0) {
-      std::printf(
-          "{\"mode\": \"%s\", \"np\": %d, \"layers\": \"%s\", \"parameters\": %lld, "
-          "\"batch_per_rank\": %lld, \"steps\": %lld, \"seconds\": %.6f, \"samples_per_second\": %.3f}\n",
-          mode.c_str(), size, layers_text.c_str(), static_cast<long long>(parameters),
-          static_cast<long long>(batch), static_cast<long long>(steps), seconds,
-          static_cast<double>(batch * steps * size) / seconds);
+      // One line: the scripts read the last line of the output as the result.
+      const nlohmann::ordered_json result{{"mode", mode},
+                                          {"np", size},
+                                          {"layers", layers_text},
+                                          {"parameters", parameters},
+                                          {"batch_per_rank", batch},
+                                          {"steps", steps},
+                                          {"seconds", seconds},
+                                          {"samples_per_second", static_cast<double>(batch * steps * size) / seconds}};
+      std::printf("%s\n", result.dump().c_str());
       std::fflush(stdout);
     }
     distributed_optimizer.reset();

@@ -30,8 +30,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "chorus/torch/distributed_optimizer.h"
-#include "json_validator.h"
 #include "support/harness.h"
 
 namespace chorus_test {
@@ -68,45 +69,24 @@ struct Span {
 // (tensor, activity) -> span; each appears once in this run.
 using Spans = std::map<std::pair<std::string, std::string>, Span>;
 
-// The text after `"key": ` in `line`, up to the next ',' or '}' (with the
-// quotes of a string value removed); empty when the key is missing.
-std::string field(const std::string& line, const std::string& key) {
-  const std::string marker = "\"" + key + "\": ";
-  size_t begin = line.find(marker);
-  if (begin == std::string::npos) return "";
-  begin += marker.size();
-  if (line[begin] == '"') {
-    const size_t close = line.find('"', begin + 1);
-    return close == std::string::npos ? "" : line.substr(begin + 1, close - begin - 1);
-  }
-  const size_t stop = line.find_first_of(",}", begin);
-  return line.substr(begin, stop == std::string::npos ? std::string::npos : stop - begin);
-}
-
-// The timeline writes one event per line: lane names ("ph": "M", the
-// tensor in args.name, after "tid") and spans ("ph": "X").
+// The spans of the trace by lane name ("ph": "M" events name a lane
+// ("tid") after its tensor in args.name; "ph": "X" events are spans).
 Spans parse_spans(const std::string& text) {
   Spans spans;
-  JsonValidator validator(text);
-  EXPECT_TRUE(validator.validate()) << validator.error();
-  std::map<std::string, std::string> tensor_of_lane;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const std::string phase = field(line, "ph");
-    if (phase == "M") {
-      // The event's own "name" is "thread_name"; the tensor's is in args.
-      const size_t args = line.find("\"args\": ");
-      if (args != std::string::npos) {
-        tensor_of_lane[field(line, "tid")] = field(line.substr(args), "name");
-      }
-    } else if (phase == "X") {
-      const auto lane = tensor_of_lane.find(field(line, "tid"));
-      EXPECT_NE(lane, tensor_of_lane.end()) << "span on an unnamed lane: " << line;
-      if (lane == tensor_of_lane.end()) continue;
-      const double ts = std::stod(field(line, "ts"));
-      spans[{lane->second, field(line, "name")}] = {ts, ts + std::stod(field(line, "dur"))};
-    }
+  const auto trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EXPECT_TRUE(trace.is_array()) << "the trace is not a JSON array:\n" << text;
+  if (!trace.is_array()) return spans;
+  std::map<int, std::string> tensor_of_lane;
+  for (const auto& event : trace) {
+    if (event.at("ph") == "M") tensor_of_lane[event.at("tid").get<int>()] = event.at("args").at("name");
+  }
+  for (const auto& event : trace) {
+    if (event.at("ph") != "X") continue;
+    const auto lane = tensor_of_lane.find(event.at("tid").get<int>());
+    EXPECT_NE(lane, tensor_of_lane.end()) << "span on an unnamed lane: " << event;
+    if (lane == tensor_of_lane.end()) continue;
+    const double ts = event.at("ts").get<double>();
+    spans[{lane->second, event.at("name").get<std::string>()}] = {ts, ts + event.at("dur").get<double>()};
   }
   return spans;
 }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "chorus/torch/pipeline_trace.h"
 
@@ -25,16 +26,17 @@ TEST(PipelineTraceTest, SpansBecomeCompleteEventsWithOneRowPerStage) {
   backward.micro_batch = 0;
   backward.start_us = 20;
   backward.end_us = 25;
-  EXPECT_EQ(chrome_trace_json({forward, backward}),
-            "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n"
-            "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": "
-            "\"stage 1 (rank 3)\"}},\n"
-            "{\"name\": \"F0\", \"cat\": \"forward\", \"ph\": \"X\", \"ts\": 10.000, \"dur\": 2.500, "
-            "\"pid\": 1, \"tid\": 1, \"args\": {\"step\": 0, \"micro_batch\": 0, \"rank\": 3}},\n"
-            "{\"name\": \"B0\", \"cat\": \"backward\", \"ph\": \"X\", \"ts\": 20.000, \"dur\": 5.000, "
-            "\"pid\": 1, \"tid\": 1, \"args\": {\"step\": 0, \"micro_batch\": 0, \"rank\": 3}}\n"
-            "]}\n");
-  EXPECT_EQ(chrome_trace_json({}), "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n\n]}\n");
+  using nlohmann::json;
+  const std::string text = chrome_trace_json({forward, backward});
+  EXPECT_EQ(json::parse(text),
+            json::parse(R"json({"displayTimeUnit": "ms", "traceEvents": [
+      {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "stage 1 (rank 3)"}},
+      {"name": "F0", "cat": "forward", "ph": "X", "ts": 10.0, "dur": 2.5, "pid": 1, "tid": 1,
+       "args": {"step": 0, "micro_batch": 0, "rank": 3}},
+      {"name": "B0", "cat": "backward", "ph": "X", "ts": 20.0, "dur": 5.0, "pid": 1, "tid": 1,
+       "args": {"step": 0, "micro_batch": 0, "rank": 3}}]})json"))
+      << text;
+  EXPECT_EQ(json::parse(chrome_trace_json({})), (json{{"displayTimeUnit", "ms"}, {"traceEvents", json::array()}}));
 }
 
 }  // namespace
