@@ -71,4 +71,21 @@ for program in "${programs[@]}"; do
   step "mpirun -np 2 $(basename "$program")"
   "$mpiexec" -np 2 --oversubscribe "$program" || fail "$(basename "$program") failed at np=2"
 done
+if [[ "$with_torch" == ON ]]; then
+  # README's training program: fits known weights (it checks them itself
+  # after 10 epochs), and a run stopped after 4 epochs and resumed from its
+  # checkpoints must end with the same weights, to the last digit printed.
+  train="$work/build/train_consumer"
+  step "mpirun -np 2 train_consumer: 10 epochs, and 4 then resumed to 10"
+  whole=$("$mpiexec" -np 2 --oversubscribe "$train" "$work/ckpt_whole" 10) || fail "train_consumer (10 epochs) failed at np=2"
+  "$mpiexec" -np 2 --oversubscribe "$train" "$work/ckpt_resumed" 4 >/dev/null || fail "train_consumer (4 epochs) failed at np=2"
+  resumed=$("$mpiexec" -np 2 --oversubscribe "$train" "$work/ckpt_resumed" 10) || fail "train_consumer (resumed to 10) failed at np=2"
+  echo "uninterrupted: $whole"
+  echo "resumed:       $resumed"
+  [[ "$whole" == *"train_consumer final:"* ]] || fail "train_consumer printed no final weights"
+  [[ "$whole" == "$resumed" ]] || fail "the resumed run ended with other weights than the uninterrupted one"
+  kept=$(cd "$work/ckpt_resumed" && ls | sort | tr '\n' ' ')
+  [[ "$kept" == "best.ckpt checkpoint-10.ckpt checkpoint-9.ckpt " ]] ||
+    fail "checkpoint folder holds '$kept', expected best.ckpt and the newest 2 (keep_last=2)"
+fi
 step "all consumers passed"

@@ -181,6 +181,26 @@ int64_t CheckpointManager::restore_latest(const CheckpointContents& contents) {
                      "<step>" + kSuffix + " files written by CheckpointManager::save)");
 }
 
+int64_t CheckpointManager::resume(const CheckpointContents& contents) {
+  const bool have = is_writer() && !steps().empty();
+  if (!options_.every_rank_writes) {
+    const int64_t writer_has = broadcast_scalar(static_cast<int64_t>(have), options_.writer_rank,
+                                                options_.name + ".resume", options_.process_set);
+    return writer_has != 0 ? restore_latest(contents) : 0;
+  }
+  const std::string here = "rank " + std::to_string(chorus::rank()) + " has ";
+  const std::string lacking = agree_on_error(have ? "" : here + "none", options_.name + ".resume_none",
+                                             options_.process_set);
+  const std::string holding = agree_on_error(have ? here + "some" : "", options_.name + ".resume_some",
+                                             options_.process_set);
+  if (holding.empty()) return 0;
+  if (!lacking.empty()) {
+    fail("Cannot resume from the ranks' own checkpoint folders ('" + options_.directory + "'): " + holding +
+         " and " + lacking + "; expected every rank to have checkpoints or none");
+  }
+  return restore_latest(contents);
+}
+
 int64_t CheckpointManager::restore_best(const CheckpointContents& contents) {
   std::string path;
   if (is_writer() && fs::exists(best_path())) path = best_path();

@@ -276,6 +276,36 @@ TEST_F(CheckpointParallel, EveryRankWritesAndReadsItsOwnFolder) {
               HasSubstr("No checkpoint in '" + root_ + "/rank-" + std::to_string(size() - 1) + "'"));
 }
 
+TEST_F(CheckpointParallel, ResumeStartsFreshWithoutACheckpointAndRestoresWithOne) {
+  // One writer: an empty folder is a fresh start (step 0, state untouched).
+  ct::CheckpointManagerOptions shared;
+  shared.directory = root_ + "/shared";
+  ct::CheckpointManager manager(shared);
+  Trainee fresh(30 + static_cast<uint64_t>(rank()));
+  const Trainee untouched(30 + static_cast<uint64_t>(rank()));
+  EXPECT_EQ(manager.resume(fresh.contents()), 0);
+  EXPECT_TRUE(same_state(*fresh.model, *untouched.model));
+  Trainee saved(40);
+  saved.step(1);
+  manager.save(saved.contents(), 5);
+  EXPECT_EQ(manager.resume(fresh.contents()), 5);
+  EXPECT_TRUE(same_state(*fresh.model, *saved.model));
+
+  // Own folders: none anywhere is a fresh start; some with and some
+  // without fails every rank naming one of each.
+  ct::CheckpointManagerOptions own;
+  own.directory = root_ + "/own-" + std::to_string(rank());
+  own.every_rank_writes = true;
+  ct::CheckpointManager mine(own);
+  EXPECT_EQ(mine.resume(fresh.contents()), 0);
+  if (rank() == 0) fs::create_directories(own.directory);
+  if (rank() == 0) ct::save_checkpoint_file(mine.checkpoint_path(3), saved.contents());
+  test_barrier();
+  EXPECT_THAT(error_of([&] { mine.resume(fresh.contents()); }),
+              AllOf(HasSubstr("rank 0 has some"), HasSubstr("rank 1 has none"),
+                    HasSubstr("expected every rank to have checkpoints or none")));
+}
+
 // The resume case: a small model, rank-dependent batches averaged by a
 // DistributedOptimizer, a GradScaler whose scale grows every 3 finite steps,
 // early stopping (never triggered) and the manager, one save per epoch. The

@@ -57,7 +57,13 @@ class CheckpointManager {
   // chorus::Error on every rank when there is none ("No checkpoint in
   // '<dir>' ...") or it cannot be loaded.
   int64_t restore_latest(const CheckpointContents& contents);
-  // The same for best.ckpt (returns its step).
+  // Collective. restore_latest() when there is a checkpoint to resume from,
+  // else leaves `contents` as it is and returns 0 (a fresh start): the
+  // writer's folder decides, so ranks that cannot see it agree. With
+  // every_rank_writes, some ranks with checkpoints and others without is an
+  // error on every rank naming one of each.
+  int64_t resume(const CheckpointContents& contents);
+  // The same as restore_latest for best.ckpt (returns its step).
   int64_t restore_best(const CheckpointContents& contents);
 
   // The files on this rank (the writers' view; local, not a collective).
