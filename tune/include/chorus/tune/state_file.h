@@ -12,13 +12,11 @@
 namespace chorus {
 namespace tune {
 
-// Writes `text` to `path` atomically through `path`.tmp. On failure the
-// previous file is untouched, the temporary is removed, and the Status
-// names the file, the step and the system's error.
-Status write_file_atomically(const std::string& path, const std::string& text);
-
 // The log as the state file's text: pretty, but one line per event.
 std::string state_file_text(const SearchLog& log);
+// Writes the state file atomically (chorus/atomic_file.h): on failure the
+// previous file is untouched and the Status names the file, the step and
+// the system's error.
 Status save_state_file(const std::string& path, const SearchLog& log);
 
 // Reads and checks a state file. Throws chorus::Error naming the file and
