@@ -12,9 +12,15 @@
 #include "base/launcher_rendezvous.h"
 #include "runtime/runtime.h"
 #include "runtime/running_runtime.h"
+#include "runtime/api_requests.h"
 
 namespace chorus {
 namespace {
+
+using detail::base_request;
+using detail::make_entry;
+using detail::submit;
+using detail::submit_one;
 
 // Owns the process's runtime between init() and shutdown(), and the count of
 // threads blocked on its handles, which lives as long as the process because
@@ -92,43 +98,8 @@ std::shared_ptr<Runtime> runtime() {
   return rt;
 }
 
-Request base_request(const std::string& name, OpType op, const Tensor& tensor, int rank) {
-  Request request;
-  request.name = name;
-  request.op = op;
-  request.rank = rank;
-  request.dtype = tensor.dtype;
-  request.shape = tensor.shape;
-  request.device = tensor.device;
-  return request;
-}
-
-TensorEntry make_entry(Request request, const Tensor& input, const Tensor& output,
-                       std::shared_ptr<detail::HandleState> handle) {
-  TensorEntry entry;
-  entry.request = std::move(request);
-  entry.input_data = input.data;
-  entry.output_data = output.data;
-  entry.ready = input.ready;
-  entry.handle = std::move(handle);
-  entry.enqueued = std::chrono::steady_clock::now();
-  return entry;
-}
-
 void check_device(Runtime& rt, const std::string& name, const Device& device) {
   throw_if_error(rt.check_device(name, device));
-}
-
-Handle submit(Runtime& rt, std::vector<TensorEntry> entries) {
-  Handle handle(entries.front().handle);
-  throw_if_error(rt.enqueue(std::move(entries)));
-  return handle;
-}
-
-Handle submit_one(Runtime& rt, TensorEntry&& entry) {
-  Handle handle(entry.handle);
-  throw_if_error(rt.enqueue(std::move(entry)));
-  return handle;
 }
 
 // The set's members (empty for the global set, which every rank is in):
@@ -330,59 +301,6 @@ Handle join_async() {
   const std::string name = "chorus.join";
   Request request = base_request(name, OpType::kJoin, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
   return submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kJoin)));
-}
-
-ProcessSet add_process_set(const std::vector<int>& ranks) {
-  auto rt = runtime();
-  std::vector<int> sorted;
-  throw_if_error(normalize_process_set_ranks(ranks, rt->topology().size, &sorted));
-  const std::string name = rt->next_add_set_name();
-  Request request = base_request(name, OpType::kAddProcessSet, Tensor(nullptr, DataType::kUInt8, {0}),
-                                 rt->topology().rank);
-  request.set_ranks.assign(sorted.begin(), sorted.end());
-  auto state = rt->new_handle(name, OpType::kAddProcessSet);
-  Handle handle = submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), state));
-  handle.wait();
-  return ProcessSet{state->process_set_id()};
-}
-
-void remove_process_set(const ProcessSet& set) {
-  auto rt = runtime();
-  if (set.is_global()) {
-    throw Error(Status::InvalidArgument("remove_process_set: the global set (id 0) cannot be removed"));
-  }
-  if (!rt->process_sets().contains(set.id)) {
-    throw Error(Status::InvalidArgument("remove_process_set: process set " + std::to_string(set.id) +
-                                        " does not exist (it was removed, or never added on this job)"));
-  }
-  const std::string name = rt->next_remove_set_name();
-  Request request = base_request(name, OpType::kRemoveProcessSet, Tensor(nullptr, DataType::kUInt8, {0}),
-                                 rt->topology().rank);
-  request.set_id = set.id;
-  submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kRemoveProcessSet)))
-      .wait();
-}
-
-std::vector<int> process_set_ranks(const ProcessSet& set) {
-  std::vector<int> ranks;
-  throw_if_error(runtime()->process_sets().ranks(set.id, &ranks));
-  return ranks;
-}
-
-int process_set_rank(const ProcessSet& set) {
-  auto rt = runtime();
-  std::vector<int> ranks;
-  throw_if_error(rt->process_sets().ranks(set.id, &ranks));
-  auto it = std::find(ranks.begin(), ranks.end(), rt->topology().rank);
-  return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
-}
-
-int process_set_size(const ProcessSet& set) { return static_cast<int>(process_set_ranks(set).size()); }
-
-std::vector<ProcessSet> process_sets() {
-  std::vector<ProcessSet> out;
-  for (int32_t id : runtime()->process_sets().ids()) out.push_back(ProcessSet{id});
-  return out;
 }
 
 void allreduce(const std::string& name, const Tensor& input, const Tensor& output,
