@@ -90,6 +90,12 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
     adam_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(lr));
     optimizer_ = std::make_unique<ct::DistributedOptimizer>(*adam_, model_->named_parameters(),
                                                             distributed);
+    if (options_.elastic) {
+      ct::ElasticStateOptions elastic;
+      elastic.directory = options_.elastic_dir;
+      elastic.name = "train_mnist.elastic";
+      elastic_ = std::make_unique<ct::ElasticState>(*model_, *adam_, elastic);
+    }
     return;
   }
   ct::check_micro_batches(options_.batch_size, options_.micro_batches);
@@ -113,7 +119,52 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
   }
 }
 
+bool Trainer::restore_elastic() {
+  const auto start = Clock::now();
+  if (!elastic_->restore()) {
+    printer_.message("elastic: no commit yet: starting from scratch on " + std::to_string(size_) + " ranks");
+    return false;
+  }
+  progress_.epochs_completed = elastic_->epoch();
+  resume_sample_ = elastic_->sample();
+  progress_.best_test_loss = elastic_->value("best_test_loss", progress_.best_test_loss);
+  progress_.best_epoch = static_cast<int64_t>(elastic_->value("best_epoch", 0));
+  progress_.epochs_without_improvement = static_cast<int64_t>(elastic_->value("epochs_without_improvement", 0));
+  progress_.last_test_loss = elastic_->value("last_test_loss", progress_.last_test_loss);
+  progress_.last_test_accuracy = elastic_->value("last_test_accuracy", progress_.last_test_accuracy);
+  // The committed optimizer carries the learning rate of the committing
+  // run's size; this run's replicas set it again.
+  ct::set_learning_rate(*adam_, options_.lr * layout_.data_parallel_size);
+  printer_.message("elastic: resumed from commit " + std::to_string(elastic_->last_commit()) + " (epoch " +
+                   std::to_string(progress_.epochs_completed + 1) + ", sample " + std::to_string(resume_sample_) +
+                   " of its permutation) written by " + std::to_string(elastic_->committed_size()) +
+                   " ranks, now on " + std::to_string(size_) + " ranks, restart " +
+                   std::to_string(ct::ElasticState::restart_count()) + ", restored in " +
+                   std::to_string(seconds_since(start)) + " s");
+  return true;
+}
+
+void Trainer::commit(int64_t epoch, int64_t sample) {
+  elastic_->set_position(epoch, sample);
+  elastic_->set_value("best_test_loss", progress_.best_test_loss);
+  elastic_->set_value("best_epoch", static_cast<double>(progress_.best_epoch));
+  elastic_->set_value("epochs_without_improvement", static_cast<double>(progress_.epochs_without_improvement));
+  elastic_->set_value("last_test_loss", progress_.last_test_loss);
+  elastic_->set_value("last_test_accuracy", progress_.last_test_accuracy);
+  elastic_->commit();
+  steps_since_commit_ = 0;
+}
+
 void Trainer::restore_and_synchronize() {
+  if (elastic_) {
+    // restore() makes every rank equal (the commit, or rank 0's state).
+    restore_elastic();
+    if (!options_.checkpoint_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options_.checkpoint_dir, ec);
+    }
+    return;
+  }
   const std::string error = rank0_outcome(rank_, "train_mnist.restore", [&] {
     if (options_.checkpoint_dir.empty()) return;
     std::error_code ec;
@@ -180,9 +231,9 @@ void Trainer::optimizer_step() {
   }
 }
 
-Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
+Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch, int64_t first_sample) {
   model_->train();
-  batches_.start_epoch(epoch);
+  batches_.start_epoch(epoch, first_sample);
   const int64_t samples = sampler_.num_samples();
   printer_.start_epoch(epoch + 1, options_.epochs, samples * layout_.data_parallel_size);
 
@@ -227,6 +278,10 @@ Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
     if (passes_in_step == options_.accumulate || begin + count >= samples) {
       optimizer_step();
       passes_in_step = 0;
+      // Between steps, not at the epoch's end (run() commits after evaluating).
+      if (elastic_ && ++steps_since_commit_ >= options_.commit_every && begin + count < samples) {
+        commit(epoch, sampler_.global_position(begin + count));
+      }
     }
     const double batch_loss = loss.item<double>();
     loss_sum += batch_loss * static_cast<double>(count);
@@ -325,7 +380,8 @@ RunSummary Trainer::run() {
   while (progress_.epochs_completed < options_.epochs && !patience_exhausted()) {
     const auto epoch_start = Clock::now();
     const int64_t epoch = progress_.epochs_completed;
-    const EpochMetrics metrics = train_epoch(epoch);
+    const EpochMetrics metrics = train_epoch(epoch, resume_sample_);
+    resume_sample_ = 0;
     const Evaluation evaluation = evaluate();
     train_seconds += metrics.train_seconds;
     train_samples += metrics.train_samples;
@@ -356,6 +412,7 @@ RunSummary Trainer::run() {
     report.seconds = seconds_since(epoch_start);
     report.best = best;
     printer_.finish_epoch(report);
+    if (elastic_) commit(epoch + 1, 0);
   }
   summary.stopped_early = patience_exhausted() && progress_.epochs_completed < options_.epochs;
   if (summary.stopped_early) {
