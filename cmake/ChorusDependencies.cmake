@@ -4,6 +4,15 @@ set(THREADS_PREFER_PTHREAD_FLAG ON)
 find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
+# xxHash (Debian's libxxhash-dev) checksums checked files and checkpoints
+# (core/runtime/checked_file.cc). Only its header: that file compiles the
+# hash in (XXH_INLINE_ALL), so nothing links libxxhash and the installed
+# package does not need it.
+find_path(XXHASH_INCLUDE_DIR xxhash.h)
+if(NOT XXHASH_INCLUDE_DIR)
+  message(FATAL_ERROR "xxhash.h not found: install libxxhash-dev (scripts/install_deps.sh) "
+                      "or set XXHASH_INCLUDE_DIR to the folder that holds it")
+endif()
 
 # CUDA Toolkit, NCCL and cuDNN (beside it on these machines). Each ON when
 # found. CHORUS_WITH_CUDA builds the GPU device operations (ops/cuda/) and

@@ -10,6 +10,8 @@ packages=(
   build-essential cmake ninja-build git pkg-config
   libopenmpi-dev openmpi-bin
   libboost-program-options-dev
+  # xxHash: the checksum of checkpoints and checked files.
+  libxxhash-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   python3
   # The LibTorch front end and examples; OpenBLAS replaces the reference BLAS

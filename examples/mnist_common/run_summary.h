@@ -30,7 +30,7 @@ struct RunSummary {
   std::string amp = "off";
   int64_t amp_skipped_steps = 0;
   double amp_final_scale = 1;
-  // One FNV-1a digest of every rank's final parameters, indexed by rank:
+  // One XXH3-64 digest (chorus::checksum64) of every rank's final parameters, indexed by rank:
   // equal digests mean the replicas agree bit for bit (in a pipeline: of the
   // rank's stage, equal across the stage's data-parallel set).
   std::vector<uint64_t> parameter_digests;

@@ -1,16 +1,10 @@
-// Checkpoints of train_mnist: model, optimizer, training progress and the
-// model's signature, in one file written atomically.
-//
-// File layout: the line "CHORUS-MNIST-CHECKPOINT 1\n", the payload's length
-// (8 bytes) and its FNV-1a 64-bit checksum (8 bytes), both little-endian,
-// then the payload: a LibTorch archive with keys "signature" (see
-// ModelSignature), "progress.*", "model" and "optimizer". The length and the
-// checksum let a truncated or corrupt file be named as such before LibTorch
-// parses anything.
-//
-// Writing goes to a temporary file in the same directory, which is flushed
-// to disk (fsync) and then renamed over the target, and the directory is
-// fsynced: a crash or a failed write leaves the previous file intact.
+// What train_mnist puts in its checkpoints, on chorus::torch's checkpoint
+// library (chorus/torch/checkpoint.h, checkpoint_manager.h): the model
+// (labelled "mlp" or "cnn" in its signature), Adam's state, the gradient
+// scaler's state and, as extras, the early-stopping state (which is the
+// training progress: one update per epoch) and the last test accuracy.
+// The files: <dir>/checkpoint-<epochs completed>.ckpt (the newest
+// --keep-checkpoints of them) and <dir>/best.ckpt (lowest test loss).
 #pragma once
 
 #include <cstdint>
@@ -19,12 +13,13 @@
 
 #include <torch/optim/optimizer.h>
 
-#include "atomic_file.h"  // write_file_atomically, which writes checkpoints
+#include "chorus/torch/checkpoint.h"
+#include "chorus/torch/early_stopping.h"
 #include "models.h"
 
 namespace train_mnist {
 
-// What a resumed run needs besides the model and the optimizer.
+// The training progress as a checkpoint records it.
 struct TrainingProgress {
   int64_t epochs_completed = 0;
   double best_test_loss = std::numeric_limits<double>::infinity();
@@ -34,25 +29,24 @@ struct TrainingProgress {
   double last_test_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
-// The checkpoint file's bytes (header + payload).
-std::string encode_checkpoint(const Classifier& model, const torch::optim::Optimizer& optimizer,
-                              const TrainingProgress& progress);
+// The keys in a checkpoint's extras.
+void write_progress(const chorus::torch::EarlyStopping& stopping, double last_test_accuracy,
+                    chorus::torch::CheckpointExtras& extras);
+TrainingProgress read_progress(const chorus::torch::CheckpointExtras& extras);
 
-// Verifies the bytes of `path` (magic, length, checksum) and loads them into
-// `model` and `optimizer`. Throws chorus::Error naming `path` when the file
-// is missing, truncated, corrupt, or was written for another model. Those
-// are all detected before anything is loaded, so model and optimizer are
-// then unchanged (the model also when the archive itself is damaged).
-TrainingProgress decode_checkpoint(const std::string& bytes, const std::string& path,
-                                   Classifier& model, torch::optim::Optimizer& optimizer);
+// The checkpoint contents of a train_mnist run.
+chorus::torch::CheckpointContents checkpoint_contents(Classifier& model, torch::optim::Optimizer& optimizer,
+                                                      chorus::torch::GradScaler& scaler,
+                                                      chorus::torch::CheckpointExtras& extras);
 
-// Reads a whole file; throws chorus::Error naming it when it cannot.
-std::string read_checkpoint_file(const std::string& path);
+// Loads one checkpoint file on this process (tests, mnist_checkpoint_diff);
+// `path` may be a checkpoint folder, meaning its newest checkpoint. Throws
+// chorus::Error naming the file.
 TrainingProgress load_checkpoint(const std::string& path, Classifier& model,
                                  torch::optim::Optimizer& optimizer);
 
-// The files train_mnist keeps in its checkpoint directory.
-std::string last_checkpoint_path(const std::string& directory);  // <dir>/last.ckpt
+// <dir>/checkpoint-<n>.ckpt with the largest n; "" when there is none.
+std::string latest_checkpoint_path(const std::string& directory);
 std::string best_checkpoint_path(const std::string& directory);  // <dir>/best.ckpt
 
 }  // namespace train_mnist

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "checkpoint.h"
+#include "chorus/atomic_file.h"
 #include "chorus/chorus.h"
 #include "run_summary.h"
 #include "train_options.h"
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     Trainer trainer(options, std::cout, live);
     const RunSummary summary = trainer.run();
     if (rank == 0 && !options.summary_json.empty()) {
-      write_file_atomically(options.summary_json, to_json(summary));
+      chorus::write_file_atomically(options.summary_json, to_json(summary), "run summary");
     }
   } catch (const chorus::torch::HostsChanged& e) {
     // Every rank stopped at the same commit: chorusrun --elastic restarts

@@ -1,11 +1,9 @@
-// The models train_mnist can train, and the signature that ties a checkpoint
-// to one of them.
+// The models train_mnist can train (their checkpoints carry
+// chorus::torch::ModelSignature, labelled with model_kind_name()).
 #pragma once
 
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -63,21 +61,5 @@ class Cnn : public Classifier {
 
 // Parameters are initialised from LibTorch's global generator (seed it first).
 std::shared_ptr<Classifier> make_model(ModelKind kind);
-
-// What a checkpoint must match to be loaded into a model: its kind and every
-// parameter's name and shape, in order.
-struct ModelSignature {
-  std::string kind;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> parameters;
-
-  static ModelSignature of(const Classifier& model);
-  // One line per entry ("kind mlp", "parameter fc1.weight 128 784", ...).
-  std::string serialize() const;
-  // Throws chorus::Error naming `source` when `text` is not a signature.
-  static ModelSignature parse(const std::string& text, const std::string& source);
-  // Empty when equal; otherwise the first difference, e.g. "model mlp vs cnn"
-  // or "parameter hidden.weight [128, 784] vs [64, 784]".
-  std::string difference(const ModelSignature& other) const;
-};
 
 }  // namespace train_mnist

@@ -84,8 +84,10 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
        "folder with the four MNIST IDX files (scripts/prepare_mnist.sh)")
       ("model", po::value<std::string>()->default_value("mlp"), "mlp (784-128-10) or cnn")
       ("checkpoint-dir", po::value<std::string>(),
-       "write last.ckpt after every epoch and best.ckpt (lowest test loss) here")
-      ("resume", "continue from <checkpoint-dir>/last.ckpt")
+       "write checkpoint-<epoch>.ckpt after every epoch and best.ckpt (lowest test loss) here")
+      ("keep-checkpoints", po::value<std::string>()->default_value("1"),
+       "how many of the newest checkpoint-<epoch>.ckpt files to keep (1-10000)")
+      ("resume", "continue from the newest checkpoint in <checkpoint-dir>")
       ("early-stopping-patience", po::value<std::string>()->default_value("0"),
        "stop after this many epochs without a lower test loss (0: never)")
       ("clip-grad-norm", po::value<std::string>()->default_value("0"),
@@ -171,8 +173,9 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
   }
   options.resume = values.count("resume") > 0;
   if (options.resume && options.checkpoint_dir.empty()) {
-    fail("--resume needs --checkpoint-dir (the folder whose last.ckpt to continue from)");
+    fail("--resume needs --checkpoint-dir (the folder whose newest checkpoint to continue from)");
   }
+  options.keep_checkpoints = parse_integer_option("keep-checkpoints", text("keep-checkpoints"), 1, 10000);
   options.early_stopping_patience =
       parse_integer_option("early-stopping-patience", text("early-stopping-patience"), 0, 100000);
   options.clip_grad_norm = parse_number_option("clip-grad-norm", text("clip-grad-norm"), true, 1e9);

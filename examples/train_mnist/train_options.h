@@ -21,6 +21,7 @@ struct TrainOptions {
   std::string data_dir = "data/mnist";
   ModelKind model = ModelKind::kMlp;
   std::string checkpoint_dir;  // empty: no checkpoints
+  int64_t keep_checkpoints = 1;  // newest checkpoint-<epoch>.ckpt files kept
   bool resume = false;
   int64_t early_stopping_patience = 0;  // 0: off
   double clip_grad_norm = 0;            // 0: off

@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <utility>
 
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/utils/clip_grad.h>
 
+#include "chorus/checked_file.h"
 #include "example_error.h"
 
 namespace train_mnist {
@@ -25,33 +25,24 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// XXH3 of each parameter's bytes, then of those hashes in order.
 uint64_t digest_of(const torch::nn::Module& model) {
-  uint64_t hash = 14695981039346656037ull;
+  std::vector<uint64_t> hashes;
   for (const auto& parameter : model.parameters()) {
     const torch::Tensor data = parameter.detach().contiguous();
-    const auto* bytes = static_cast<const uint8_t*>(data.data_ptr());
-    for (size_t i = 0; i < data.nbytes(); ++i) {
-      hash ^= bytes[i];
-      hash *= 1099511628211ull;
-    }
+    hashes.push_back(chorus::checksum64(data.data_ptr(), data.nbytes()));
   }
-  return hash;
+  return chorus::checksum64(hashes.data(), hashes.size() * sizeof(uint64_t));
 }
 
-// Rank 0 ran `action`; every rank returns its error message ("" when it
-// worked), so an error on rank 0 fails all ranks instead of leaving the
-// others waiting in the next collective.
-std::string rank0_outcome(int rank, const std::string& name, const std::function<void()>& action) {
-  std::string error;
-  if (rank == 0) {
-    try {
-      action();
-    } catch (const std::exception& e) {
-      error = e.what();
-      if (error.empty()) error = "unknown error";
-    }
-  }
-  return ct::broadcast_bytes(error, 0, name);
+ct::EarlyStoppingOptions stopping_options(const TrainOptions& options) {
+  ct::EarlyStoppingOptions stopping;
+  stopping.patience = options.early_stopping_patience;  // 0: never stops
+  // The test loss is allreduced already, the same bits everywhere: rank 0's
+  // value is every rank's (an average could change its last bit).
+  stopping.agreement = ct::EarlyStoppingOptions::Agreement::kRootValue;
+  stopping.name = "train_mnist.early_stopping";
+  return stopping;
 }
 
 chorus::torch::GradScalerOptions scaler_options(chorus::torch::AmpMode amp) {
@@ -75,6 +66,8 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
       sampler_(train_.size(), ct::DistributedSampler::Options{true, false, options_.seed},
                layout_.data_parallel_size, layout_.pipeline),
       batches_(train_, sampler_, options_),
+      stopping_(stopping_options(options_)),
+      last_test_accuracy_(std::nan("")),
       scaler_(scaler_options(options_.amp)) {
   // The same answer on every rank, so every rank refuses together.
   ct::check_amp_supported(options_.amp);
@@ -94,7 +87,10 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
       ct::ElasticStateOptions elastic;
       elastic.directory = options_.elastic_dir;
       elastic.name = "train_mnist.elastic";
-      elastic_ = std::make_unique<ct::ElasticState>(*model_, *adam_, elastic);
+      // The same contents as the checkpoints: model (with its signature),
+      // Adam, the gradient scaler and the progress in extras_.
+      elastic_ = std::make_unique<ct::ElasticState>(
+          train_mnist::checkpoint_contents(*model_, *adam_, scaler_, extras_), elastic);
     }
     return;
   }
@@ -125,18 +121,16 @@ bool Trainer::restore_elastic() {
     printer_.message("elastic: no commit yet: starting from scratch on " + std::to_string(size_) + " ranks");
     return false;
   }
-  progress_.epochs_completed = elastic_->epoch();
+  // The commit's extras carry the progress as checkpoints do (one
+  // early-stopping update per completed epoch).
+  stopping_.load(extras_, "early_stopping");
+  last_test_accuracy_ = read_progress(extras_).last_test_accuracy;
   resume_sample_ = elastic_->sample();
-  progress_.best_test_loss = elastic_->value("best_test_loss", progress_.best_test_loss);
-  progress_.best_epoch = static_cast<int64_t>(elastic_->value("best_epoch", 0));
-  progress_.epochs_without_improvement = static_cast<int64_t>(elastic_->value("epochs_without_improvement", 0));
-  progress_.last_test_loss = elastic_->value("last_test_loss", progress_.last_test_loss);
-  progress_.last_test_accuracy = elastic_->value("last_test_accuracy", progress_.last_test_accuracy);
   // The committed optimizer carries the learning rate of the committing
   // run's size; this run's replicas set it again.
   ct::set_learning_rate(*adam_, options_.lr * layout_.data_parallel_size);
   printer_.message("elastic: resumed from commit " + std::to_string(elastic_->last_commit()) + " (epoch " +
-                   std::to_string(progress_.epochs_completed + 1) + ", sample " + std::to_string(resume_sample_) +
+                   std::to_string(elastic_->epoch() + 1) + ", sample " + std::to_string(resume_sample_) +
                    " of its permutation) written by " + std::to_string(elastic_->committed_size()) +
                    " ranks, now on " + std::to_string(size_) + " ranks, restart " +
                    std::to_string(ct::ElasticState::restart_count()) + ", restored in " +
@@ -145,56 +139,46 @@ bool Trainer::restore_elastic() {
 }
 
 void Trainer::commit(int64_t epoch, int64_t sample) {
+  write_progress(stopping_, last_test_accuracy_, extras_);
   elastic_->set_position(epoch, sample);
-  elastic_->set_value("best_test_loss", progress_.best_test_loss);
-  elastic_->set_value("best_epoch", static_cast<double>(progress_.best_epoch));
-  elastic_->set_value("epochs_without_improvement", static_cast<double>(progress_.epochs_without_improvement));
-  elastic_->set_value("last_test_loss", progress_.last_test_loss);
-  elastic_->set_value("last_test_accuracy", progress_.last_test_accuracy);
   elastic_->commit();
   steps_since_commit_ = 0;
 }
 
+ct::CheckpointContents Trainer::checkpoint_contents() {
+  write_progress(stopping_, last_test_accuracy_, extras_);
+  return train_mnist::checkpoint_contents(*model_, *adam_, scaler_, extras_);
+}
+
 void Trainer::restore_and_synchronize() {
-  if (elastic_) {
-    // restore() makes every rank equal (the commit, or rank 0's state).
-    restore_elastic();
-    if (!options_.checkpoint_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(options_.checkpoint_dir, ec);
+  if (!options_.checkpoint_dir.empty()) {
+    ct::CheckpointManagerOptions manager;
+    manager.directory = options_.checkpoint_dir;
+    manager.keep_last = static_cast<int>(options_.keep_checkpoints);
+    manager.name = "train_mnist.checkpoint";
+    checkpoints_.emplace(manager);
+    if (options_.resume) {
+      // Rank 0 reads the newest checkpoint; every rank loads its bytes.
+      checkpoints_->restore_latest(checkpoint_contents());
+      stopping_.load(extras_, "early_stopping");
+      last_test_accuracy_ = read_progress(extras_).last_test_accuracy;
     }
+  }
+  if (elastic_) {
+    // restore() makes every rank equal (the commit, or rank 0's state);
+    // --elastic refuses --resume, so the checkpoints are only written.
+    restore_elastic();
     return;
   }
-  const std::string error = rank0_outcome(rank_, "train_mnist.restore", [&] {
-    if (options_.checkpoint_dir.empty()) return;
-    std::error_code ec;
-    std::filesystem::create_directories(options_.checkpoint_dir, ec);
-    if (ec || !std::filesystem::is_directory(options_.checkpoint_dir)) {
-      fail("Cannot use --checkpoint-dir '" + options_.checkpoint_dir + "': " +
-           (ec ? ec.message() : "not a directory") + " (expected a writable folder)");
-    }
-    if (options_.resume) {
-      progress_ = load_checkpoint(last_checkpoint_path(options_.checkpoint_dir), *model_, *adam_);
-    }
-  });
-  if (!error.empty()) fail(error);
-
   // Every rank builds the whole model, so rank 0's whole model is every
   // stage's reference; a stage's optimizer covers its part only, and fresh
-  // optimizers (no resume with a pipeline) are equal already.
+  // optimizers (no resume with a pipeline) are equal already. (After a
+  // resume the states are equal already; this costs one broadcast.)
   ct::broadcast_parameters(*model_, 0);
   if (!pipeline_) ct::broadcast_optimizer_state(*adam_, 0);
-  progress_.epochs_completed = ct::broadcast_scalar(progress_.epochs_completed, 0, "train_mnist.epochs_completed");
-  progress_.best_test_loss = ct::broadcast_scalar(progress_.best_test_loss, 0, "train_mnist.best_test_loss");
-  progress_.best_epoch = ct::broadcast_scalar(progress_.best_epoch, 0, "train_mnist.best_epoch");
-  progress_.epochs_without_improvement = ct::broadcast_scalar(
-      progress_.epochs_without_improvement, 0, "train_mnist.epochs_without_improvement");
-  progress_.last_test_loss = ct::broadcast_scalar(progress_.last_test_loss, 0, "train_mnist.last_test_loss");
-  progress_.last_test_accuracy =
-      ct::broadcast_scalar(progress_.last_test_accuracy, 0, "train_mnist.last_test_accuracy");
   if (options_.resume) {
-    printer_.message("resumed from " + last_checkpoint_path(options_.checkpoint_dir) + " after epoch " +
-                     std::to_string(progress_.epochs_completed));
+    printer_.message("resumed from " + checkpoints_->checkpoint_path(stopping_.updates()) +
+                     " after epoch " + std::to_string(stopping_.updates()));
   }
 }
 
@@ -341,15 +325,6 @@ Trainer::Evaluation Trainer::evaluate() {
   return evaluation;
 }
 
-void Trainer::save_checkpoints(bool best) {
-  const std::string error = rank0_outcome(rank_, "train_mnist.checkpoint", [&] {
-    const std::string bytes = encode_checkpoint(*model_, *adam_, progress_);
-    write_file_atomically(last_checkpoint_path(options_.checkpoint_dir), bytes);
-    if (best) write_file_atomically(best_checkpoint_path(options_.checkpoint_dir), bytes);
-  });
-  if (!error.empty()) fail(error);
-}
-
 std::vector<uint64_t> Trainer::parameter_digests() {
   // In a pipeline, of the stage's part: equal across its data-parallel set.
   const uint64_t mine = pipeline_ ? digest_of(*pipeline_->part()) : digest_of(*model_);
@@ -373,33 +348,21 @@ RunSummary Trainer::run() {
   summary.data_parallel_size = layout_.data_parallel_size;
   double train_seconds = 0;
   int64_t train_samples = 0;
-  const auto patience_exhausted = [&] {
-    return options_.early_stopping_patience > 0 &&
-           progress_.epochs_without_improvement >= options_.early_stopping_patience;
-  };
-  while (progress_.epochs_completed < options_.epochs && !patience_exhausted()) {
+  while (stopping_.updates() < options_.epochs && !stopping_.should_stop()) {
     const auto epoch_start = Clock::now();
-    const int64_t epoch = progress_.epochs_completed;
+    const int64_t epoch = stopping_.updates();  // epochs completed
     const EpochMetrics metrics = train_epoch(epoch, resume_sample_);
     resume_sample_ = 0;
     const Evaluation evaluation = evaluate();
     train_seconds += metrics.train_seconds;
     train_samples += metrics.train_samples;
 
-    // Every rank has the same (allreduced) test loss, so every rank updates
-    // the progress, and so takes the early-stopping decision, identically.
-    const bool best = evaluation.loss < progress_.best_test_loss;
-    progress_.epochs_completed = epoch + 1;
-    progress_.last_test_loss = evaluation.loss;
-    progress_.last_test_accuracy = evaluation.accuracy;
-    if (best) {
-      progress_.best_test_loss = evaluation.loss;
-      progress_.best_epoch = epoch + 1;
-      progress_.epochs_without_improvement = 0;
-    } else {
-      ++progress_.epochs_without_improvement;
-    }
-    if (!options_.checkpoint_dir.empty()) save_checkpoints(best);
+    // Every rank has the same (allreduced) test loss; EarlyStopping agrees
+    // on rank 0's anyway, so every rank takes the same decisions.
+    stopping_.update(evaluation.loss);
+    last_test_accuracy_ = evaluation.accuracy;
+    const bool best = stopping_.improved();
+    if (checkpoints_) checkpoints_->save(checkpoint_contents(), epoch + 1, evaluation.loss);
     ++summary.epochs_this_run;
 
     EpochReport report;
@@ -414,18 +377,18 @@ RunSummary Trainer::run() {
     printer_.finish_epoch(report);
     if (elastic_) commit(epoch + 1, 0);
   }
-  summary.stopped_early = patience_exhausted() && progress_.epochs_completed < options_.epochs;
+  summary.stopped_early = stopping_.should_stop() && stopping_.updates() < options_.epochs;
   if (summary.stopped_early) {
-    printer_.message("early stopping after epoch " + std::to_string(progress_.epochs_completed) +
+    printer_.message("early stopping after epoch " + std::to_string(stopping_.updates()) +
                      ": no lower test loss for " + std::to_string(options_.early_stopping_patience) +
-                     " epochs (best " + std::to_string(progress_.best_test_loss) + " at epoch " +
-                     std::to_string(progress_.best_epoch) + ")");
+                     " epochs (best " + std::to_string(stopping_.best()) + " at epoch " +
+                     std::to_string(stopping_.best_update()) + ")");
   }
-  summary.epochs_run = progress_.epochs_completed;
-  summary.final_test_loss = progress_.last_test_loss;
-  summary.final_test_accuracy = progress_.last_test_accuracy;
-  summary.best_epoch = progress_.best_epoch;
-  summary.best_test_loss = progress_.best_test_loss;
+  summary.epochs_run = stopping_.updates();
+  summary.final_test_loss = stopping_.last();
+  summary.final_test_accuracy = last_test_accuracy_;
+  summary.best_epoch = stopping_.best_update();
+  summary.best_test_loss = stopping_.best();
   summary.samples_per_second = train_seconds > 0 ? train_samples / train_seconds : 0;
   summary.parameter_digests = parameter_digests();
   summary.wall_seconds = seconds_since(start);

@@ -9,7 +9,10 @@
 // tensors. The DistributedOptimizer averages gradients across ranks. After
 // each epoch every rank evaluates its share of the test set and the sums are
 // allreduced, so all ranks see the same test loss and take the same
-// early-stopping decision; rank 0 writes the checkpoints.
+// early-stopping decision (chorus::torch::EarlyStopping, agreeing on rank 0's
+// value). Checkpoints go through chorus::torch::CheckpointManager: rank 0
+// writes them; on --resume rank 0 reads the newest and every rank loads its
+// bytes (model, Adam, gradient scaler, progress).
 //
 // With --elastic (under chorusrun --elastic) a chorus::torch::ElasticState
 // replaces the checkpoint resume: every --commit-every optimizer steps, and
@@ -31,6 +34,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include <torch/optim/adam.h>
@@ -74,8 +78,8 @@ class Trainer {
     double accuracy = 0;
   };
 
-  // Loads the checkpoint on rank 0 when resuming (and creates the checkpoint
-  // folder); every rank gets rank 0's outcome, state and progress.
+  // Creates the checkpoint folder (rank 0) and, when resuming, loads the
+  // newest checkpoint on every rank; then every rank takes rank 0's state.
   void restore_and_synchronize();
   // Trains epoch `epoch` from position first_sample of its permutation.
   EpochMetrics train_epoch(int64_t epoch, int64_t first_sample);
@@ -92,8 +96,7 @@ class Trainer {
   // (zeros on pipeline stages other than the last).
   std::pair<double, double> evaluate_chunk(const torch::Tensor& chunk);
   Evaluation evaluate();
-  // Rank 0 writes last.ckpt (and best.ckpt); every rank learns whether it worked.
-  void save_checkpoints(bool best);
+  chorus::torch::CheckpointContents checkpoint_contents();
   std::vector<uint64_t> parameter_digests();
 
   TrainOptions options_;
@@ -110,10 +113,14 @@ class Trainer {
   std::unique_ptr<chorus::torch::DistributedOptimizer> optimizer_;
   chorus::torch::DistributedSampler sampler_;
   BatchSource batches_;  // after sampler_ and train_, which it uses
-  TrainingProgress progress_;
+  // One update per epoch with the test loss: the epochs completed, the best
+  // epoch and the early-stopping count.
+  chorus::torch::EarlyStopping stopping_;
+  double last_test_accuracy_;
+  std::optional<chorus::torch::CheckpointManager> checkpoints_;  // with --checkpoint-dir
+  chorus::torch::CheckpointExtras extras_;  // the progress, as checkpoints carry it
   // Enabled with --amp: scales the loss, skips steps with inf/NaN gradients
-  // on any rank. (Its state is not in checkpoints: a resumed run restarts
-  // at the initial scale.)
+  // on any rank. Its state (scale, growth tracker) is in the checkpoints.
   chorus::torch::GradScaler scaler_;
   int64_t optimizer_steps_ = 0;  // this run
   std::unique_ptr<chorus::torch::ElasticState> elastic_;  // only with --elastic

@@ -1,11 +1,10 @@
 #include "cuda_checkpoint.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <utility>
 
+#include "chorus/atomic_file.h"
+#include "chorus/checked_file.h"
 #include "example_error.h"
 #include "mlp_layout.h"
 
@@ -14,8 +13,7 @@ namespace {
 
 using train_mnist::fail;
 
-const std::string kMagic = "CHORUS-MNIST-CUDA-CHECKPOINT 1\n";
-const size_t kHeaderSize = kMagic.size() + 8 + 8;  // magic, payload length, checksum
+const chorus::CheckedFileFormat kFormat{"CHORUS-MNIST-CUDA-CHECKPOINT 2", "train_mnist_cuda checkpoint"};
 
 void append_u64(std::string& out, uint64_t value) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
@@ -114,16 +112,6 @@ std::string one_line(std::string text) {
 
 }  // namespace
 
-uint64_t fnv1a64(const void* data, size_t size) {
-  const auto* bytes = static_cast<const uint8_t*>(data);
-  uint64_t hash = 14695981039346656037ull;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= bytes[i];
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
 std::string encode_checkpoint(const CheckpointState& state) {
   std::string payload;
   const std::string signature = mlp_signature();
@@ -140,34 +128,14 @@ std::string encode_checkpoint(const CheckpointState& state) {
   append_floats(payload, state.adam_m, "adam_m");
   append_floats(payload, state.adam_v, "adam_v");
 
-  std::string bytes = kMagic;
-  append_u64(bytes, payload.size());
-  append_u64(bytes, fnv1a64(payload.data(), payload.size()));
-  return bytes + payload;
+  return chorus::seal_checked(kFormat, payload);
 }
 
 CheckpointState decode_checkpoint(const std::string& bytes, const std::string& path) {
   const std::string what = "Checkpoint '" + path + "'";
-  if (bytes.compare(0, kMagic.size(), kMagic) != 0) {
-    fail(what + " is not a train_mnist_cuda checkpoint (expected it to start with '" +
-         kMagic.substr(0, kMagic.size() - 1) + "')");
-  }
-  if (bytes.size() < kHeaderSize) {
-    fail(what + " is truncated: " + std::to_string(bytes.size()) + " bytes, shorter than its " +
-         std::to_string(kHeaderSize) + "-byte header");
-  }
-  const uint64_t length = read_u64_at(bytes, kMagic.size());
-  const uint64_t checksum = read_u64_at(bytes, kMagic.size() + 8);
-  const uint64_t actual_length = bytes.size() - kHeaderSize;
-  if (actual_length != length) {
-    fail(what + (actual_length < length ? " is truncated" : " has trailing bytes") + ": " +
-         std::to_string(actual_length) + " payload bytes, expected " + std::to_string(length));
-  }
-  if (fnv1a64(bytes.data() + kHeaderSize, length) != checksum) {
-    fail(what + " is corrupt: its payload does not match the checksum in its header");
-  }
-
-  PayloadReader reader(bytes, kHeaderSize, what);
+  // Format line, length and checksum, before anything is parsed.
+  const std::string payload = chorus::open_checked(kFormat, bytes, what);
+  PayloadReader reader(payload, 0, what);
   const std::string signature = reader.text("the model signature");
   if (signature != mlp_signature()) {
     fail(what + " was written for another model (" + one_line(signature) + "); expected " +
@@ -195,11 +163,7 @@ CheckpointState decode_checkpoint(const std::string& bytes, const std::string& p
 }
 
 CheckpointState load_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("Cannot open checkpoint '" + path + "': " + std::strerror(errno));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail("Cannot read checkpoint '" + path + "': " + std::strerror(errno));
-  return decode_checkpoint(bytes, path);
+  return decode_checkpoint(chorus::read_whole_file(path, "checkpoint"), path);
 }
 
 std::string last_checkpoint_path(const std::string& directory) { return directory + "/last.ckpt"; }

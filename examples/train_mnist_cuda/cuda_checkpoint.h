@@ -1,12 +1,12 @@
 // Checkpoints of train_mnist_cuda: parameters, Adam's state and the training
 // progress, with the model's signature, in one file written atomically by
-// rank 0 (write_file_atomically: temporary file, fsync, rename). LibTorch's
+// rank 0 (chorus::write_file_atomically: temporary file, fsync, rename). LibTorch's
 // archive format is not available here, so the file is not interchangeable
-// with train_mnist's; the header is built the same way.
+// with train_mnist's. The header is chorus/checked_file.h's.
 //
 // File layout (integers and floats little-endian):
-//   "CHORUS-MNIST-CUDA-CHECKPOINT 1\n"
-//   u64 payload length, u64 FNV-1a 64 checksum of the payload
+//   "CHORUS-MNIST-CUDA-CHECKPOINT 2\n" (2: the XXH3 checksum; 1 had FNV-1a)
+//   u64 payload length, u64 XXH3-64 checksum of the payload (chorus::checksum64)
 //   payload:
 //     u64 length + signature text (mlp_signature())
 //     i64 epochs_completed, f64 best_test_loss, i64 best_epoch,
@@ -55,8 +55,5 @@ CheckpointState load_checkpoint(const std::string& path);
 
 std::string last_checkpoint_path(const std::string& directory);  // <dir>/last.ckpt
 std::string best_checkpoint_path(const std::string& directory);  // <dir>/best.ckpt
-
-// FNV-1a 64 of `size` bytes: checkpoint checksums and parameter digests.
-uint64_t fnv1a64(const void* data, size_t size);
 
 }  // namespace train_mnist_cuda

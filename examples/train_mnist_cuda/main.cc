@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "atomic_file.h"
+#include "chorus/atomic_file.h"
 #include "chorus/chorus.h"
 #include "cuda_train_options.h"
 #include "device_selection.h"
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       trainer = std::make_unique<train_mnist_cuda::Trainer>(options, device, std::cout, live);
       const train_mnist::RunSummary summary = trainer->run();
       if (rank == 0 && !options.summary_json.empty()) {
-        train_mnist::write_file_atomically(options.summary_json, train_mnist::to_json(summary));
+        chorus::write_file_atomically(options.summary_json, train_mnist::to_json(summary), "run summary");
       }
     }
   } catch (const std::exception& e) {

@@ -7,7 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "atomic_file.h"
+#include "chorus/atomic_file.h"
+#include "chorus/checked_file.h"
 #include "cuda_check.h"
 #include "example_error.h"
 #include "host_collectives.h"
@@ -253,15 +254,15 @@ void Trainer::save_checkpoints(bool best) {
     state.adam_m = adam_.download_m();
     state.adam_v = adam_.download_v();
     const std::string bytes = encode_checkpoint(state);
-    train_mnist::write_file_atomically(last_checkpoint_path(options_.checkpoint_dir), bytes);
-    if (best) train_mnist::write_file_atomically(best_checkpoint_path(options_.checkpoint_dir), bytes);
+    chorus::write_file_atomically(last_checkpoint_path(options_.checkpoint_dir), bytes, "checkpoint");
+    if (best) chorus::write_file_atomically(best_checkpoint_path(options_.checkpoint_dir), bytes, "checkpoint");
   });
   if (!error.empty()) fail(error);
 }
 
 std::vector<uint64_t> Trainer::parameter_digests() {
   const std::vector<float> parameters = model_.download_parameters();
-  return allgather_u64(fnv1a64(parameters.data(), parameters.size() * sizeof(float)),
+  return allgather_u64(chorus::checksum64(parameters.data(), parameters.size() * sizeof(float)),
                        "train_mnist_cuda.digest");
 }
 

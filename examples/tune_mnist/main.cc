@@ -18,7 +18,7 @@
 
 #include <torch/utils.h>
 
-#include "atomic_file.h"
+#include "chorus/atomic_file.h"
 #include "chorus/chorus.h"
 #include "chorus/torch.h"
 #include "chorus/tune/asha.h"
@@ -77,7 +77,7 @@ const TrialRecord* report(const SearchLog& log, const TuneOptions& o) {
               static_cast<long long>(used), log.trials().size(), static_cast<long long>(log.header().max_budget),
               static_cast<long long>(grid), grid > 0 ? 100.0 * static_cast<double>(used) / static_cast<double>(grid) : 0.0);
   if (!o.log.empty()) {
-    train_mnist::write_file_atomically(o.log, state_file_text(log));
+    chorus::write_file_atomically(o.log, state_file_text(log), "state file");
     std::printf("log: %s\n", o.log.c_str());
   }
   if (!o.plot.empty()) {

@@ -10,7 +10,7 @@
 #include <torch/optim/adam.h>
 #include <torch/serialize.h>
 
-#include "atomic_file.h"
+#include "chorus/atomic_file.h"
 #include "chorus/torch.h"
 #include "example_error.h"
 
@@ -169,7 +169,7 @@ double MnistTrial::operator()(chorus::tune::TrialContext& ctx) const {
   }
   if (is_leader) {
     std::filesystem::create_directories(checkpoint_dir_);
-    train_mnist::write_file_atomically(checkpoint_path(checkpoint_dir_, ctx.trial, ctx.budget), serialize(*model, adam));
+    chorus::write_file_atomically(checkpoint_path(checkpoint_dir_, ctx.trial, ctx.budget), serialize(*model, adam), "checkpoint");
   }
   return accuracy(*model, data_.validation, set, "tune_mnist.validation");
 }

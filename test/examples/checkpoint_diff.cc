@@ -1,4 +1,5 @@
-// mnist_checkpoint_diff A B [mlp|cnn]: loads two train_mnist checkpoints of
+// mnist_checkpoint_diff A B [mlp|cnn]: loads two train_mnist checkpoints (a
+// checkpoint folder means its newest checkpoint) of
 // the same model and prints how far their parameters are apart:
 //   max_abs_diff <largest |a - b| over all parameters>
 //   max_abs_parameter <largest |a| over all parameters of A>

@@ -1,18 +1,16 @@
-// Checkpoint files: a round trip restores a state that continues training
-// exactly like the original; truncated, corrupt, foreign and missing files
-// are refused with messages naming them; a failed write leaves the previous
-// checkpoint intact.
+// train_mnist's checkpoints on chorus::torch's library: a round trip
+// restores a state (model, Adam, progress) that continues training exactly
+// like the original; truncated, corrupt, foreign and missing files are
+// refused with messages naming them, leaving the model unchanged. (The
+// library's own tests: test/torch/unit/checkpoint_file_test.cc,
+// test/unit/checked_file_test.cc, test/torch/parallel/checkpoint_parallel_test.cc.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <signal.h>
-#include <sys/resource.h>
-
-#include <filesystem>
 
 #include <torch/torch.h>
 
 #include "checkpoint.h"
+#include "chorus/atomic_file.h"
 #include "models.h"
 #include "test_files.h"
 
@@ -58,25 +56,32 @@ bool same_parameters(const Classifier& a, const Classifier& b) {
   return true;
 }
 
-TrainingProgress sample_progress() {
-  TrainingProgress progress;
-  progress.epochs_completed = 3;
-  progress.best_test_loss = 0.25;
-  progress.best_epoch = 2;
-  progress.epochs_without_improvement = 1;
-  progress.last_test_loss = 0.3;
-  progress.last_test_accuracy = 0.91;
-  return progress;
+// Three epochs (losses 0.4, 0.25, 0.3): best epoch 2, one without improvement.
+std::string encode(Trained& trained) {
+  chorus::torch::EarlyStopping stopping({});
+  chorus::torch::EarlyStoppingState state;
+  state.updates = 3;
+  state.best = 0.25;
+  state.best_update = 2;
+  state.updates_without_improvement = 1;
+  state.last = 0.3;
+  stopping.load_state(state);
+  chorus::torch::GradScaler scaler;
+  chorus::torch::CheckpointExtras extras;
+  train_mnist::write_progress(stopping, 0.91, extras);
+  return chorus::torch::encode_checkpoint(
+      train_mnist::checkpoint_contents(*trained.model, *trained.adam, scaler, extras));
 }
 
 TEST(Checkpoint, RestoredStateContinuesExactlyLikeTheOriginal) {
+  TempDir dir;
   Trained original(ModelKind::kMlp, 1, 3);
-  const std::string bytes = train_mnist::encode_checkpoint(*original.model, *original.adam, sample_progress());
+  chorus::write_file_atomically(dir.file("checkpoint-3.ckpt"), encode(original));
 
   Trained restored(ModelKind::kMlp, 2, 0);  // other initial parameters, empty Adam state
   ASSERT_FALSE(same_parameters(*original.model, *restored.model));
-  const TrainingProgress progress =
-      train_mnist::decode_checkpoint(bytes, "original.ckpt", *restored.model, *restored.adam);
+  // A folder means its newest checkpoint.
+  const TrainingProgress progress = train_mnist::load_checkpoint(dir.path(), *restored.model, *restored.adam);
   EXPECT_EQ(progress.epochs_completed, 3);
   EXPECT_EQ(progress.best_test_loss, 0.25);
   EXPECT_EQ(progress.best_epoch, 2);
@@ -95,11 +100,11 @@ TEST(Checkpoint, RestoredStateContinuesExactlyLikeTheOriginal) {
 }
 
 TEST(Checkpoint, CnnRoundTrip) {
+  TempDir dir;
   Trained original(ModelKind::kCnn, 3, 2);
   Trained restored(ModelKind::kCnn, 4, 0);
-  train_mnist::decode_checkpoint(
-      train_mnist::encode_checkpoint(*original.model, *original.adam, TrainingProgress{}), "cnn.ckpt",
-      *restored.model, *restored.adam);
+  write_bytes(dir.file("cnn.ckpt"), encode(original));
+  train_mnist::load_checkpoint(dir.file("cnn.ckpt"), *restored.model, *restored.adam);
   original.step(7);
   restored.step(7);
   EXPECT_TRUE(same_parameters(*original.model, *restored.model));
@@ -110,18 +115,17 @@ class BadCheckpoint : public ::testing::Test {
   BadCheckpoint()
       : source_(ModelKind::kMlp, 5, 1), target_(ModelKind::kMlp, 6, 0),
         target_copy_(ModelKind::kMlp, 6, 0) {
-    bytes_ = train_mnist::encode_checkpoint(*source_.model, *source_.adam, sample_progress());
+    bytes_ = encode(source_);
   }
   // Loads `bytes` from a file and returns the error; the target model must be
   // unchanged by a refused file.
   std::string load_error(const std::string& bytes) {
-    const std::string path = dir_.file("last.ckpt");
-    write_bytes(path, bytes);
-    const std::string error = error_of([&] { train_mnist::load_checkpoint(path, *target_.model, *target_.adam); });
+    write_bytes(path(), bytes);
+    const std::string error = error_of([&] { train_mnist::load_checkpoint(path(), *target_.model, *target_.adam); });
     EXPECT_TRUE(same_parameters(*target_.model, *target_copy_.model)) << "a refused checkpoint changed the model";
     return error;
   }
-  std::string path() const { return dir_.file("last.ckpt"); }
+  std::string path() const { return dir_.file("checkpoint-1.ckpt"); }
 
   TempDir dir_;
   Trained source_, target_, target_copy_;
@@ -143,17 +147,17 @@ TEST_F(BadCheckpoint, CorruptPayload) {
 
 TEST_F(BadCheckpoint, NotACheckpoint) {
   EXPECT_THAT(load_error("hello, world"),
-              AllOf(HasSubstr("Checkpoint '" + path() + "' is not a train_mnist checkpoint"),
-                    HasSubstr("expected it to start with 'CHORUS-MNIST-CHECKPOINT 1'")));
+              AllOf(HasSubstr("Checkpoint '" + path() + "' is not a Chorus checkpoint"),
+                    HasSubstr("expected it to start with 'CHORUS-TORCH-CHECKPOINT 1'")));
 }
 
 TEST_F(BadCheckpoint, EmptyFile) {
-  EXPECT_THAT(load_error(""), HasSubstr("Checkpoint '" + path() + "' is not a train_mnist checkpoint"));
+  EXPECT_THAT(load_error(""), HasSubstr("Checkpoint '" + path() + "' is not a Chorus checkpoint"));
 }
 
 TEST_F(BadCheckpoint, ForeignModel) {
   Trained cnn(ModelKind::kCnn, 7, 1);
-  EXPECT_THAT(load_error(train_mnist::encode_checkpoint(*cnn.model, *cnn.adam, TrainingProgress{})),
+  EXPECT_THAT(load_error(encode(cnn)),
               AllOf(HasSubstr("Checkpoint '" + path() + "' was written for another model (model cnn vs mlp"),
                     HasSubstr("expected a checkpoint of model mlp")));
 }
@@ -162,88 +166,19 @@ TEST_F(BadCheckpoint, Missing) {
   const std::string missing = dir_.file("nowhere.ckpt");
   EXPECT_THAT(error_of([&] { train_mnist::load_checkpoint(missing, *target_.model, *target_.adam); }),
               AllOf(HasSubstr("Cannot open checkpoint '" + missing + "'"), HasSubstr("No such file or directory")));
+  EXPECT_THAT(error_of([&] { train_mnist::load_checkpoint(dir_.path(), *target_.model, *target_.adam); }),
+              HasSubstr("Cannot open checkpoint '" + dir_.path() + "/checkpoint-<n>.ckpt'"));
 }
 
-TEST(ModelSignature, NamesTheFirstDifference) {
+TEST(ModelSignature, LabelsTheModelByKind) {
   torch::manual_seed(0);
   const auto mlp = train_mnist::make_model(ModelKind::kMlp);
-  const auto signature = train_mnist::ModelSignature::of(*mlp);
-  EXPECT_EQ(signature.serialize(),
-            "kind mlp\nparameter hidden.weight 128 784\nparameter hidden.bias 128\n"
-            "parameter output.weight 10 128\nparameter output.bias 10\n");
-  EXPECT_EQ(signature.difference(signature), "");
-  auto narrower = signature;
-  narrower.parameters[0].second = {64, 784};
-  EXPECT_EQ(narrower.difference(signature), "parameter hidden.weight [64, 784] vs [128, 784]");
-  auto shorter = signature;
-  shorter.parameters.pop_back();
-  EXPECT_EQ(shorter.difference(signature), "3 parameters vs 4");
-  const auto parsed = train_mnist::ModelSignature::parse(signature.serialize(), "test");
-  EXPECT_EQ(parsed.difference(signature), "");
-  EXPECT_THAT(error_of([] { train_mnist::ModelSignature::parse("kind mlp\nweights 1 2\n", "Checkpoint 'x'"); }),
-              HasSubstr("Checkpoint 'x' has a malformed model signature line 'weights 1 2'"));
-}
-
-TEST(AtomicWrite, ReplacesTheFileAndLeavesNoTemporary) {
-  TempDir dir;
-  const std::string path = dir.file("last.ckpt");
-  train_mnist::write_file_atomically(path, "first");
-  train_mnist::write_file_atomically(path, "second version");
-  EXPECT_EQ(read_bytes(path), "second version");
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
-}
-
-// Restores the file-size limit and SIGXFSZ's disposition on destruction.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    previous_handler_ = signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG
-    rlimit limit = saved_;
-    limit.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  ~FileSizeLimit() {
-    setrlimit(RLIMIT_FSIZE, &saved_);
-    signal(SIGXFSZ, previous_handler_);
-  }
-
- private:
-  rlimit saved_{};
-  sighandler_t previous_handler_;
-};
-
-TEST(AtomicWrite, FailedWriteLeavesThePreviousCheckpointReadable) {
-  TempDir dir;
-  const std::string path = dir.file("last.ckpt");
-  Trained good(ModelKind::kMlp, 8, 2);
-  const std::string good_bytes = train_mnist::encode_checkpoint(*good.model, *good.adam, sample_progress());
-  train_mnist::write_file_atomically(path, good_bytes);
-
-  Trained newer(ModelKind::kMlp, 9, 3);
-  const std::string newer_bytes = train_mnist::encode_checkpoint(*newer.model, *newer.adam, TrainingProgress{});
-  std::string error;
-  {
-    // A real write failure: the kernel refuses to grow the temporary file
-    // past 4 KiB (EFBIG), as a full disk would (ENOSPC).
-    FileSizeLimit limit(4096);
-    error = error_of([&] { train_mnist::write_file_atomically(path, newer_bytes); });
-  }
-  EXPECT_THAT(error, AllOf(HasSubstr("Cannot write checkpoint '" + path + "'"), HasSubstr("File too large"),
-                           HasSubstr("the previous checkpoint, if any, is unchanged")));
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1)
-      << "the temporary file was left behind";
-
-  Trained reader(ModelKind::kMlp, 10, 0);
-  const TrainingProgress progress = train_mnist::load_checkpoint(path, *reader.model, *reader.adam);
-  EXPECT_EQ(progress.epochs_completed, 3);
-  EXPECT_TRUE(same_parameters(*reader.model, *good.model));
-}
-
-TEST(AtomicWrite, UnwritableFolderIsNamed) {
-  EXPECT_THAT(error_of([] { train_mnist::write_file_atomically("/nonexistent-folder/last.ckpt", "x"); }),
-              AllOf(HasSubstr("Cannot write checkpoint '/nonexistent-folder/last.ckpt'"),
-                    HasSubstr("creating a temporary file in /nonexistent-folder failed")));
+  chorus::torch::GradScaler scaler;
+  chorus::torch::CheckpointExtras extras;
+  torch::optim::Adam adam(mlp->parameters());
+  EXPECT_EQ(train_mnist::checkpoint_contents(*mlp, adam, scaler, extras).signature().serialize(),
+            "model mlp\nparameter hidden.weight Float 128 784\nparameter hidden.bias Float 128\n"
+            "parameter output.weight Float 10 128\nparameter output.bias Float 10\n");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "chorus/torch/model_signature.h"
 #include "models.h"
 #include "progress.h"
 #include "run_summary.h"
@@ -133,11 +134,11 @@ TEST(Models, CnnShapes) {
   torch::manual_seed(0);
   const auto cnn = train_mnist::make_model(train_mnist::ModelKind::kCnn);
   EXPECT_EQ(cnn->forward(torch::zeros({2, 1, 28, 28})).sizes().vec(), (std::vector<int64_t>{2, 10}));
-  EXPECT_EQ(train_mnist::ModelSignature::of(*cnn).serialize(),
-            "kind cnn\nparameter conv1.weight 10 1 5 5\nparameter conv1.bias 10\n"
-            "parameter conv2.weight 20 10 5 5\nparameter conv2.bias 20\n"
-            "parameter hidden.weight 50 320\nparameter hidden.bias 50\n"
-            "parameter output.weight 10 50\nparameter output.bias 10\n");
+  EXPECT_EQ(chorus::torch::ModelSignature::of(*cnn, "cnn").serialize(),
+            "model cnn\nparameter conv1.weight Float 10 1 5 5\nparameter conv1.bias Float 10\n"
+            "parameter conv2.weight Float 20 10 5 5\nparameter conv2.bias Float 20\n"
+            "parameter hidden.weight Float 50 320\nparameter hidden.bias Float 50\n"
+            "parameter output.weight Float 10 50\nparameter output.bias Float 10\n");
 }
 
 TEST(Models, KindNames) {

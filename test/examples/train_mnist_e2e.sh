@@ -27,7 +27,7 @@ echo "=== np=2, 1 epoch, batch 64 per rank, lr 1e-3 x 2 ==="
 echo "=== np=1, 1 epoch, batch 128, lr 2e-3 (the same computation on one rank) ==="
 "$mpiexec" -np 1 "$train_mnist" "${common[@]}" --epochs 1 --batch-size 128 --lr 0.002 \
   --checkpoint-dir "$work/np1" --summary-json "$work/np1.json"
-"$checkpoint_diff" "$work/np2/last.ckpt" "$work/np1/last.ckpt" | tee "$work/diff.txt"
+"$checkpoint_diff" "$work/np2" "$work/np1" | tee "$work/diff.txt"
 
 "$python" - "$work/long.json" "$work/np2.json" "$work/np1.json" "$work/diff.txt" <<'PY'
 import json, sys

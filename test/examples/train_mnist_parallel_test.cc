@@ -116,6 +116,7 @@ struct ResumeCase {
   int64_t accumulate;
   double clip;
   chorus::torch::Compression compression;
+  chorus::torch::AmpMode amp = chorus::torch::AmpMode::kOff;
 };
 
 class ResumeEqualsUninterrupted : public TrainMnistParallel,
@@ -129,12 +130,13 @@ TEST_P(ResumeEqualsUninterrupted, BitForBit) {
     o.accumulate = c.accumulate;
     o.clip_grad_norm = c.clip;
     o.compression = c.compression;
+    o.amp = c.amp;
     return o;
   };
   std::vector<torch::Tensor> uninterrupted, after_one, resumed;
   const RunSummary reference = train(configure(3, "a"), &uninterrupted);
   ASSERT_EQ(reference.epochs_run, 3);
-  // "Interrupted" after epoch 1: a run that ends there, leaving last.ckpt...
+  // "Interrupted" after epoch 1: a run that ends there, leaving checkpoint-1.ckpt...
   train(configure(1, "b"), &after_one);
   // ... and a fresh one that resumes from it.
   TrainOptions resume = configure(3, "b");
@@ -162,12 +164,16 @@ TEST_P(ResumeEqualsUninterrupted, BitForBit) {
 INSTANTIATE_TEST_SUITE_P(
     Configurations, ResumeEqualsUninterrupted,
     ::testing::Values(ResumeCase{ModelKind::kMlp, 1, 0.0, chorus::torch::Compression::kNone},
-                      ResumeCase{ModelKind::kCnn, 2, 0.5, chorus::torch::Compression::kFP16}),
+                      ResumeCase{ModelKind::kCnn, 2, 0.5, chorus::torch::Compression::kFP16},
+                      // The gradient scaler's state comes back from the checkpoint.
+                      ResumeCase{ModelKind::kMlp, 1, 0.0, chorus::torch::Compression::kNone,
+                                 chorus::torch::AmpMode::kBF16}),
     [](const auto& param_info) {
+      if (param_info.param.amp != chorus::torch::AmpMode::kOff) return "MlpAmpBf16";
       return param_info.param.model == ModelKind::kMlp ? "MlpPlain" : "CnnAccumulateClipFp16";
     });
 
-TEST_F(TrainMnistParallel, LearnsTheGeneratedDataAndKeepsLastAndBestCheckpoints) {
+TEST_F(TrainMnistParallel, LearnsTheGeneratedDataAndKeepsLatestAndBestCheckpoints) {
   // The tiny dataset is learnable, so the resume comparison above compares
   // real training.
   const RunSummary summary = train(options(4, "l"));
@@ -175,7 +181,9 @@ TEST_F(TrainMnistParallel, LearnsTheGeneratedDataAndKeepsLastAndBestCheckpoints)
   torch::manual_seed(0);
   auto model = train_mnist::make_model(ModelKind::kMlp);
   torch::optim::Adam adam(model->parameters());
-  const auto last = train_mnist::load_checkpoint(train_mnist::last_checkpoint_path(root_ + "/l"), *model, adam);
+  const auto last = train_mnist::load_checkpoint(train_mnist::latest_checkpoint_path(root_ + "/l"), *model, adam);
+  EXPECT_EQ(train_mnist::latest_checkpoint_path(root_ + "/l"), root_ + "/l/checkpoint-4.ckpt");
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/l/checkpoint-3.ckpt")) << "--keep-checkpoints 1";
   EXPECT_EQ(last.epochs_completed, 4);
   EXPECT_EQ(last.last_test_loss, summary.final_test_loss);
   const auto best = train_mnist::load_checkpoint(train_mnist::best_checkpoint_path(root_ + "/l"), *model, adam);
@@ -202,7 +210,7 @@ TEST_F(TrainMnistParallel, EarlyStoppingStopsEveryRankAtTheSameEpoch) {
 
 TEST_F(TrainMnistParallel, CorruptCheckpointFailsEveryRankNamingTheFile) {
   train(options(1, "c"));
-  const std::string path = train_mnist::last_checkpoint_path(root_ + "/c");
+  const std::string path = train_mnist::latest_checkpoint_path(root_ + "/c");
   chorus_test::test_barrier();
   if (chorus_test::world_rank() == 0) {
     const std::string bytes = read_bytes(path);
@@ -220,7 +228,7 @@ TEST_F(TrainMnistParallel, CheckpointOfAnotherModelFailsEveryRank) {
   o.resume = true;
   o.model = ModelKind::kCnn;
   EXPECT_THAT(training_error(o),
-              AllOf(HasSubstr("Checkpoint '" + train_mnist::last_checkpoint_path(root_ + "/f") + "'"),
+              AllOf(HasSubstr("Checkpoint '" + train_mnist::latest_checkpoint_path(root_ + "/f") + "'"),
                     HasSubstr("was written for another model (model mlp vs cnn")));
 }
 
@@ -228,12 +236,12 @@ TEST_F(TrainMnistParallel, ResumeWithoutACheckpointFailsEveryRank) {
   TrainOptions o = options(2, "empty");
   o.resume = true;
   EXPECT_THAT(training_error(o),
-              HasSubstr("Cannot open checkpoint '" + train_mnist::last_checkpoint_path(root_ + "/empty") + "'"));
+              HasSubstr("No checkpoint in '" + root_ + "/empty' to resume from"));
 }
 
 TEST_F(TrainMnistParallel, UnusableCheckpointFolderFailsEveryRank) {
   EXPECT_THAT(training_error(options(1, "data/train-labels-idx1-ubyte")),
-              AllOf(HasSubstr("Cannot use --checkpoint-dir '" + root_ + "/data/train-labels-idx1-ubyte'"),
+              AllOf(HasSubstr("Cannot use checkpoint folder '" + root_ + "/data/train-labels-idx1-ubyte'"),
                     HasSubstr("expected a writable folder")));
 }
 
@@ -271,8 +279,10 @@ TEST_F(TrainMnistParallel, FailedCheckpointWriteFailsEveryRankAndKeepsTheLastGoo
     FileSizeLimit limit(chorus_test::world_rank() == 0);
     error = training_error(o);
   }
-  const std::string path = train_mnist::last_checkpoint_path(root_ + "/w");
-  EXPECT_THAT(error, AllOf(HasSubstr("Cannot write checkpoint '" + path + "'"), HasSubstr("File too large")));
+  EXPECT_THAT(error, AllOf(HasSubstr("Cannot write checkpoint '" + root_ + "/w/checkpoint-2.ckpt'"),
+                           HasSubstr("File too large")));
+  const std::string path = train_mnist::latest_checkpoint_path(root_ + "/w");
+  EXPECT_EQ(path, root_ + "/w/checkpoint-1.ckpt");
   // The checkpoint of epoch 1 is still there and whole.
   torch::manual_seed(0);
   auto model = train_mnist::make_model(ModelKind::kMlp);

@@ -145,7 +145,7 @@ TEST(TrainOptions, BadValuesNameTheFlagAndTheAcceptedValues) {
   EXPECT_EQ(parse_error({"--data-dir", ""}), "--data-dir= is invalid: expected a folder with the MNIST IDX files");
   EXPECT_EQ(parse_error({"--progress", "bar"}), "--progress=bar is invalid: expected auto, live or epochs");
   EXPECT_EQ(parse_error({"--resume"}),
-            "--resume needs --checkpoint-dir (the folder whose last.ckpt to continue from)");
+            "--resume needs --checkpoint-dir (the folder whose newest checkpoint to continue from)");
 }
 
 TEST(TrainOptions, UnknownOrIncompleteFlags) {

@@ -81,10 +81,10 @@ started=$(wait_for_line 'elastic: no commit yet' 120) || fail "training never st
 # Mid-epoch 2: once its second commit (id 7: 5 in epoch 1 then its end's)
 # is complete on the first host.
 for i in $(seq 1200); do
-  compgen -G "$work/commits/*/$netns_name1/commit-000000000007/MANIFEST" >/dev/null && break
+  compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null && break
   sleep 0.05
 done
-compgen -G "$work/commits/*/$netns_name1/commit-000000000007/MANIFEST" >/dev/null || fail "commit 7 never appeared"
+compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null || fail "commit 7 never appeared"
 sed -i '/10.200.0.3/d' "$work/hosts"
 killed=$(date +%s.%N)
 kill_host3

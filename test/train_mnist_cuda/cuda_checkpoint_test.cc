@@ -4,7 +4,8 @@
 
 #include <cmath>
 
-#include "atomic_file.h"
+#include "chorus/atomic_file.h"
+#include "chorus/checked_file.h"
 #include "cuda_checkpoint.h"
 #include "mlp_layout.h"
 #include "test_files.h"
@@ -121,7 +122,7 @@ TEST(CudaCheckpoint, AnotherModelIsRefusedByName) {
   payload.replace(at, 21, "hidden.weight 256 784");
   std::string bytes = good.substr(0, 31);
   for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((payload.size() >> (8 * i)) & 0xff));
-  const uint64_t checksum = fnv1a64(payload.data(), payload.size());
+  const uint64_t checksum = chorus::checksum64(payload.data(), payload.size());
   for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((checksum >> (8 * i)) & 0xff));
   EXPECT_THAT(error_of([&] { decode_checkpoint(bytes + payload, "b.ckpt"); }),
               HasSubstr("Checkpoint 'b.ckpt' was written for another model (kind mlp; parameter hidden.weight 256 784"));
@@ -139,7 +140,7 @@ TEST(CudaCheckpoint, WrittenAtomicallyAndReadBack) {
   const std::string path = last_checkpoint_path(dir.path());
   EXPECT_EQ(path, dir.path() + "/last.ckpt");
   EXPECT_EQ(best_checkpoint_path(dir.path()), dir.path() + "/best.ckpt");
-  train_mnist::write_file_atomically(path, encode_checkpoint(sample_state()));
+  chorus::write_file_atomically(path, encode_checkpoint(sample_state()));
   EXPECT_EQ(load_checkpoint(path).adam_step, 375);
   write_bytes(path, read_bytes(path).substr(0, 100));
   EXPECT_THAT(error_of([&] { load_checkpoint(path); }), HasSubstr("is truncated"));

@@ -40,7 +40,7 @@ read_checkpoint='
 import struct, sys
 def load(path):
     data = open(path, "rb").read()
-    magic = b"CHORUS-MNIST-CUDA-CHECKPOINT 1\n"
+    magic = b"CHORUS-MNIST-CUDA-CHECKPOINT 2\n"
     assert data.startswith(magic), path
     at = len(magic) + 16
     (length,) = struct.unpack_from("<Q", data, at); at += 8 + length

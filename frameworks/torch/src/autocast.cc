@@ -43,12 +43,32 @@ void check_amp_supported(AmpMode mode) {
   }
 }
 
+// LibTorch 2.4 generalised the autocast state to one API per device type
+// and deprecated the CPU-specific functions that 1.13 offers (later releases
+// drop them), so the CPU state is read and set through whichever this
+// LibTorch has.
+namespace {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool cpu_autocast_enabled() { return at::autocast::is_autocast_enabled(at::kCPU); }
+void set_cpu_autocast_enabled(bool enabled) { at::autocast::set_autocast_enabled(at::kCPU, enabled); }
+at::ScalarType cpu_autocast_dtype() { return at::autocast::get_autocast_dtype(at::kCPU); }
+void set_cpu_autocast_dtype(at::ScalarType dtype) { at::autocast::set_autocast_dtype(at::kCPU, dtype); }
+#else
+bool cpu_autocast_enabled() { return at::autocast::is_cpu_enabled(); }
+void set_cpu_autocast_enabled(bool enabled) { at::autocast::set_cpu_enabled(enabled); }
+at::ScalarType cpu_autocast_dtype() { return at::autocast::get_autocast_cpu_dtype(); }
+void set_cpu_autocast_dtype(at::ScalarType dtype) { at::autocast::set_autocast_cpu_dtype(dtype); }
+#endif
+}  // namespace
+
+bool cpu_autocast_active() { return cpu_autocast_enabled(); }
+
 CpuAutocast::CpuAutocast(AmpMode mode) : active_(mode != AmpMode::kOff) {
   if (!active_) return;
-  previous_enabled_ = at::autocast::is_cpu_enabled();
-  previous_dtype_ = static_cast<int>(at::autocast::get_autocast_cpu_dtype());
-  at::autocast::set_cpu_enabled(true);
-  at::autocast::set_autocast_cpu_dtype(mode == AmpMode::kBF16 ? at::kBFloat16 : at::kHalf);
+  previous_enabled_ = cpu_autocast_enabled();
+  previous_dtype_ = static_cast<int>(cpu_autocast_dtype());
+  set_cpu_autocast_enabled(true);
+  set_cpu_autocast_dtype(mode == AmpMode::kBF16 ? at::kBFloat16 : at::kHalf);
   at::autocast::increment_nesting();
 }
 
@@ -57,8 +77,8 @@ CpuAutocast::~CpuAutocast() {
   // As torch.autocast's __exit__: the cast-weight cache lives until the
   // outermost region ends.
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  at::autocast::set_cpu_enabled(previous_enabled_);
-  at::autocast::set_autocast_cpu_dtype(static_cast<at::ScalarType>(previous_dtype_));
+  set_cpu_autocast_enabled(previous_enabled_);
+  set_cpu_autocast_dtype(static_cast<at::ScalarType>(previous_dtype_));
 }
 
 }  // namespace torch

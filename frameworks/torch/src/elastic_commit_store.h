@@ -1,24 +1,23 @@
-// The commits of one host: folders <root>/commit-<id>/ holding state.bin
-// (the serialized state) and MANIFEST, written last:
-//   chorus-elastic-commit 1
-//   id <id>
-//   bytes <length of state.bin>
-//   fnv1a64 <checksum of state.bin, 16 hex digits>
-// A commit is complete when its MANIFEST parses, names its own id, and
-// state.bin has that length and checksum; anything else (a folder whose
-// writer died before the manifest, a truncated state) is torn and ignored,
-// and removed by the next write. Each file is written to a temporary name,
-// fsynced and renamed, and the folder fsynced, so a crash at any point
-// leaves either the complete commit or a torn one, never a mix.
+// The commits of one host: files <root>/commit-<id, 12 digits>.ckpt, each a
+// checked file (chorus/checked_file.h: format line, length, XXH3 checksum)
+// written by write_file_atomically (chorus/atomic_file.h: a temporary file,
+// fsync, rename, fsync of the folder). A commit is complete when its file
+// opens as the expected format with the right length and checksum; a write
+// cut short by a failure leaves at most a temporary "<name>.tmp.XXXXXX"
+// (never a commit's name), and a file damaged later (a disk that lost its
+// tail, a foreign file under a commit's name) fails the check. Either is
+// ignored, and removed by the next write.
 //
-// Small and torch-free on purpose: it only moves bytes, so the store can be
-// swapped for another (e.g. a shared checkpoint library) without touching
-// ElasticState.
+// Small and torch-free on purpose: it only moves sealed bytes (which
+// ElasticState makes with chorus::torch's encode_checkpoint), so it does not
+// care what they hold.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "chorus/checked_file.h"
 
 namespace chorus {
 namespace torch {
@@ -26,30 +25,32 @@ namespace elastic {
 
 class CommitStore {
  public:
-  // Creates `root` (and its parents) on the first write.
-  explicit CommitStore(std::string root);
+  // `format`: what every commit file must be (its magic line); the root and
+  // its parents are created on the first write.
+  CommitStore(std::string root, CheckedFileFormat format);
 
-  // Writes `bytes` as commit `id` (replacing a leftover folder of that id),
-  // then removes torn commits and all but the newest `keep` complete ones.
-  // Throws chorus::Error naming the path and the step that failed.
-  void write(int64_t id, const std::string& bytes, int keep);
+  // Writes `sealed` (seal_checked bytes of `format`) as commit `id`,
+  // replacing any file of that id, then removes temporary leftovers, torn
+  // commits, commits newer than `id` (an abandoned timeline) and all but the
+  // newest `keep` complete ones. Throws chorus::Error naming the path and
+  // the step that failed (the commits already there are then unchanged).
+  void write(int64_t id, const std::string& sealed, int keep);
   // The newest complete commit, -1 when there is none.
   int64_t newest_complete() const;
-  // The verified bytes of a complete commit; throws chorus::Error otherwise.
+  // The verified sealed bytes of commit `id`; chorus::Error naming the file
+  // and what is wrong with it (missing, truncated, corrupt, not a commit).
   std::string read(int64_t id) const;
-  // Ids of every commit folder, complete or not, ascending.
-  std::vector<int64_t> folders() const;
+  // Ids of every commit file, complete or not, ascending.
+  std::vector<int64_t> ids() const;
   bool is_complete(int64_t id) const;
 
   const std::string& root() const { return root_; }
-  std::string folder(int64_t id) const;  // <root>/commit-<id, 12 digits>
+  std::string path(int64_t id) const;  // <root>/commit-<id, 12 digits>.ckpt
 
  private:
   std::string root_;
+  CheckedFileFormat format_;
 };
-
-// FNV-1a, 64 bits (the checksum in MANIFEST).
-uint64_t fnv1a64(const std::string& bytes);
 
 }  // namespace elastic
 }  // namespace torch

@@ -6,9 +6,8 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
-
-#include <torch/serialize.h>
+#include <string>
+#include <vector>
 
 #include "chorus/chorus.h"
 #include "chorus/torch/ops.h"
@@ -30,7 +29,17 @@ std::string host_name() {
   return name;
 }
 
-::torch::Tensor scalar(int64_t value) { return ::torch::tensor(value, ::torch::kInt64); }
+[[noreturn]] void fail(const std::string& message) { throw Error(Status::InvalidArgument(message)); }
+
+// The state's own keys in the commit's extras.
+constexpr const char* kCommitKey = "elastic.commit";
+constexpr const char* kEpochKey = "elastic.epoch";
+constexpr const char* kSampleKey = "elastic.sample";
+constexpr const char* kSizeKey = "elastic.size";
+
+void remove_position(CheckpointExtras& extras) {
+  for (const char* key : {kCommitKey, kEpochKey, kSampleKey, kSizeKey}) extras.remove(key);
+}
 
 // One allreduce of small int64 flags (max over ranks).
 std::vector<int64_t> max_over_ranks(const std::vector<int64_t>& values, const std::string& name) {
@@ -47,78 +56,73 @@ HostsChanged::HostsChanged(int64_t commit)
                          std::to_string(commit) + " to be restarted on the new hosts"),
       commit_(commit) {}
 
-ElasticState::ElasticState(::torch::nn::Module& model, ::torch::optim::Optimizer& optimizer,
-                           ElasticStateOptions options)
-    : model_(model), optimizer_(optimizer), options_(std::move(options)) {
+ElasticState::ElasticState(const CheckpointContents& contents, ElasticStateOptions options)
+    : contents_(contents), options_(std::move(options)) {
   if (options_.keep < 1) {
     throw Error(Status::InvalidArgument("ElasticState: keep is " + std::to_string(options_.keep) +
                                         "; expected at least 1 commit kept per host"));
   }
+  if (contents_.extras() == nullptr) contents_.with_extras(own_extras_);
   if (options_.directory.empty()) options_.directory = env_or("CHORUS_ELASTIC_DIR", "/tmp/chorus-elastic");
   // Per job, so that a new job never resumes an old one's commits; per host,
   // so that hosts sharing a file system still keep copies of their own.
-  host_directory_ = (std::filesystem::path(options_.directory) / env_or(kElasticJobVariable, "default") /
-                     host_name())
-                        .string();
-  writer_ = chorus::local_rank() == 0;
+  std::filesystem::path folder =
+      std::filesystem::path(options_.directory) / env_or(kElasticJobVariable, "default") / host_name();
+  if (options_.every_rank_writes) folder /= "rank-" + std::to_string(chorus::rank());
+  host_directory_ = folder.string();
+  writer_ = options_.every_rank_writes || chorus::local_rank() == 0;
 }
+
+ElasticState::ElasticState(::torch::nn::Module& model, ::torch::optim::Optimizer& optimizer,
+                           ElasticStateOptions options)
+    : ElasticState(CheckpointContents(model).with_optimizer(optimizer), std::move(options)) {}
 
 int ElasticState::restart_count() { return std::atoi(env_or(kElasticRestartVariable, "0").c_str()); }
 
-double ElasticState::value(const std::string& name, double fallback) const {
-  const auto it = values_.find(name);
-  return it == values_.end() ? fallback : it->second;
-}
-
-std::string ElasticState::serialize() const {
-  ::torch::serialize::OutputArchive archive;
-  ::torch::serialize::OutputArchive model, optimizer, values;
-  model_.save(model);
-  optimizer_.save(optimizer);
-  for (const auto& [name, value] : values_) values.write(name, ::torch::tensor(value, ::torch::kFloat64), true);
-  archive.write("model", model);
-  archive.write("optimizer", optimizer);
-  archive.write("values", values);
-  archive.write("epoch", scalar(epoch_), true);
-  archive.write("sample", scalar(sample_), true);
-  archive.write("size", scalar(chorus::size()), true);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
-}
-
-void ElasticState::deserialize(const std::string& bytes) {
-  std::istringstream in(bytes);
-  ::torch::serialize::InputArchive archive;
-  archive.load_from(in);
-  ::torch::serialize::InputArchive model, optimizer, values;
-  archive.read("model", model);
-  archive.read("optimizer", optimizer);
-  archive.read("values", values);
-  model_.load(model);
-  optimizer_.load(optimizer);
-  values_.clear();
-  for (const std::string& key : values.keys()) {
-    ::torch::Tensor value;
-    values.read(key, value, true);
-    values_[key] = value.item<double>();
+std::string ElasticState::encode(int64_t id) {
+  // The position travels in the extras, and leaves them again: the
+  // program's extras may also go into its ordinary checkpoints.
+  CheckpointExtras& extras = *contents_.extras();
+  extras.set_int(kCommitKey, id);
+  extras.set_int(kEpochKey, epoch_);
+  extras.set_int(kSampleKey, sample_);
+  extras.set_int(kSizeKey, chorus::size());
+  std::string sealed;
+  try {
+    sealed = encode_checkpoint(contents_);
+  } catch (...) {
+    remove_position(extras);
+    throw;
   }
-  ::torch::Tensor epoch, sample, size;
-  archive.read("epoch", epoch, true);
-  archive.read("sample", sample, true);
-  archive.read("size", size, true);
-  epoch_ = epoch.item<int64_t>();
-  sample_ = sample.item<int64_t>();
-  committed_size_ = static_cast<int>(size.item<int64_t>());
+  remove_position(extras);
+  return sealed;
+}
+
+void ElasticState::decode(const std::string& sealed, int64_t id, const std::string& what) {
+  decode_checkpoint(sealed, what, contents_);
+  CheckpointExtras& extras = *contents_.extras();
+  for (const char* key : {kCommitKey, kEpochKey, kSampleKey, kSizeKey}) {
+    if (!extras.contains(key)) {
+      fail(what + " has no value '" + key + "'; expected a commit written by ElasticState::commit()");
+    }
+  }
+  if (extras.get_int(kCommitKey) != id) {
+    fail(what + " holds commit " + std::to_string(extras.get_int(kCommitKey)) + ", not " + std::to_string(id) +
+         " as its file name says; expected the file ElasticState::commit() wrote");
+  }
+  epoch_ = extras.get_int(kEpochKey);
+  sample_ = extras.get_int(kSampleKey);
+  committed_size_ = static_cast<int>(extras.get_int(kSizeKey));
+  remove_position(extras);
 }
 
 bool ElasticState::restore() {
-  const elastic::CommitStore store(host_directory_);
+  const elastic::CommitStore store(host_directory_, checkpoint_format());
   const int64_t mine = writer_ ? store.newest_complete() : -1;
   const int64_t newest = max_over_ranks({mine}, options_.name + ".restore.newest")[0];
   if (newest < 0) {
-    broadcast_parameters(model_, 0);
-    broadcast_optimizer_state(optimizer_, 0);
+    broadcast_parameters(contents_.model(), 0);
+    if (contents_.optimizer() != nullptr) broadcast_optimizer_state(*contents_.optimizer(), 0);
     return false;
   }
   // The lowest rank holding it sends it (max of -rank = -min rank).
@@ -133,12 +137,25 @@ bool ElasticState::restore() {
     }
   }
   payload = broadcast_bytes(payload, static_cast<int>(holder), options_.name + ".restore.state");
+  std::string error;
   if (payload.empty() || payload[0] != '+') {
-    throw Error(Status::InvalidArgument("ElasticState::restore: rank " + std::to_string(holder) +
-                                        " could not read commit " + std::to_string(newest) + ": " +
-                                        (payload.empty() ? "" : payload.substr(1))));
+    error = "ElasticState::restore: rank " + std::to_string(holder) + " could not read commit " +
+            std::to_string(newest) + ": " + (payload.empty() ? "nothing received" : payload.substr(1));
+  } else {
+    try {
+      decode(payload.substr(1), newest,
+             "Elastic commit " + std::to_string(newest) + " (read by rank " + std::to_string(holder) + ")");
+    } catch (const std::exception& e) {
+      error = e.what();
+      if (error.find("for another model") != std::string::npos) {
+        error += " (the commit folder " + options_.directory + "/" + env_or(kElasticJobVariable, "default") +
+                 " holds another program's commits: give this job another --elastic-dir or job id)";
+      }
+    }
   }
-  deserialize(payload.substr(1));
+  // Every rank decoded the same bytes, but agree anyway: all fail alike.
+  error = agree_on_error(error, options_.name + ".restore.outcome");
+  if (!error.empty()) fail(error);
   last_commit_ = newest;
   return true;
 }
@@ -148,20 +165,23 @@ void ElasticState::commit() {
   std::string error;
   if (writer_) {
     try {
-      elastic::CommitStore(host_directory_).write(id, serialize(), options_.keep);
+      elastic::CommitStore(host_directory_, checkpoint_format()).write(id, encode(id), options_.keep);
     } catch (const std::exception& e) {
       error = e.what();
+      if (error.empty()) error = "unknown error";
     }
   }
   const char* notice = std::getenv(kElasticNoticeVariable);
   const bool grow = notice != nullptr && *notice != '\0' && ::access(notice, F_OK) == 0;
-  // One collective for both: a failed write anywhere, a notice anywhere.
+  // One collective for both: the highest rank whose write failed, and
+  // whether any rank saw the notice.
   const std::vector<int64_t> any =
-      max_over_ranks({error.empty() ? 0 : 1, grow ? 1 : 0}, options_.name + ".commit");
-  if (!error.empty()) throw Error(Status::InvalidArgument(error));
-  if (any[0] != 0) {
-    throw Error(Status::InvalidArgument("ElasticState::commit: commit " + std::to_string(id) +
-                                        " could not be written on another host (its rank names the path)"));
+      max_over_ranks({error.empty() ? -1 : int64_t{chorus::rank()}, grow ? 1 : 0}, options_.name + ".commit");
+  if (any[0] >= 0) {
+    // Its message, on every rank (only after a failure: one more broadcast).
+    const std::string message = broadcast_bytes(error, static_cast<int>(any[0]), options_.name + ".commit.error");
+    fail("ElasticState::commit: commit " + std::to_string(id) + " failed on rank " + std::to_string(any[0]) +
+         ": " + message);
   }
   last_commit_ = id;
   if (any[1] != 0) throw HostsChanged(id);

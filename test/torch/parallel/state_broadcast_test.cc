@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "chorus/torch/learning_rate.h"
@@ -177,6 +178,21 @@ std::string archive_text(const Serializable& object) {
   return out;
 }
 
+// The optimizer's state of one parameter. LibTorch keys it by the
+// parameter's TensorImpl address: as text (c10::guts::to_string) up to 1.13,
+// as the pointer itself in 2.x, which also removed c10::guts::to_string.
+template <typename StateMap>
+typename StateMap::const_iterator find_param_state(const StateMap& state, const torch::Tensor& param) {
+  using Key = typename StateMap::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream address;
+    address << param.unsafeGetTensorImpl();
+    return state.find(address.str());
+  } else {
+    return state.find(static_cast<Key>(param.unsafeGetTensorImpl()));
+  }
+}
+
 // Everything an optimizer holds (every group's options; per parameter, by
 // position, its step counts and moment tensors) as exact text: equal text
 // means bit-identical state. Positions, not save()'s keys, which are the
@@ -187,8 +203,7 @@ std::string state_text(const optim::Optimizer& optimizer) {
   for (size_t g = 0; g < groups.size(); ++g) {
     out += "group " + std::to_string(g) + " options: " + archive_text(groups[g].options()) + "\n";
     for (size_t i = 0; i < groups[g].params().size(); ++i) {
-      const auto key = c10::guts::to_string(groups[g].params()[i].unsafeGetTensorImpl());
-      const auto found = optimizer.state().find(key);
+      const auto found = find_param_state(optimizer.state(), groups[g].params()[i]);
       out += "  param " + std::to_string(i) + ": ";
       out += found == optimizer.state().end() ? "no state" : archive_text(*found->second);
       out += "\n";

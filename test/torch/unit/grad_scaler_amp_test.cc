@@ -125,7 +125,7 @@ TEST(CpuAutocast, Bf16RunsLinearInBfloat16AndRestores) {
   const torch::Tensor x = torch::randn({2, 4});
   {
     ct::CpuAutocast autocast(ct::AmpMode::kBF16);
-    EXPECT_TRUE(at::autocast::is_cpu_enabled());
+    EXPECT_TRUE(ct::cpu_autocast_active());
     const torch::Tensor y = linear->forward(x);
     EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
     // Losses stay float32 (autocast's fp32 list).
@@ -133,12 +133,12 @@ TEST(CpuAutocast, Bf16RunsLinearInBfloat16AndRestores) {
     EXPECT_EQ(loss.scalar_type(), torch::kFloat32);
     loss.backward();
   }
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());
+  EXPECT_FALSE(ct::cpu_autocast_active());
   // Parameters and their gradients stay float32.
   EXPECT_EQ(linear->weight.grad().scalar_type(), torch::kFloat32);
   EXPECT_EQ(linear->forward(x).scalar_type(), torch::kFloat32);
   ct::CpuAutocast off(ct::AmpMode::kOff);
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());
+  EXPECT_FALSE(ct::cpu_autocast_active());
 }
 
 TEST(CpuAutocast, Fp16IsRefusedWhereCpuKernelsLackHalfMatmul) {

@@ -30,6 +30,10 @@ AmpMode parse_amp_mode(const std::string& name);
 // LibTorch (kFP16 without half-precision CPU matmul kernels).
 void check_amp_supported(AmpMode mode);
 
+// Whether CPU autocast is on in this thread (inside a CpuAutocast region or
+// one the caller opened), on every supported LibTorch version.
+bool cpu_autocast_active();
+
 // Enables CPU autocast to the mode's dtype for its lifetime (nothing for
 // kOff) and restores the previous autocast state after; not copyable.
 class CpuAutocast {

@@ -1,4 +1,4 @@
-#include "atomic_file.h"
+#include "chorus/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,11 +7,17 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
-#include "example_error.h"
+#include "chorus/status.h"
 
-namespace train_mnist {
+namespace chorus {
 namespace {
+
+[[noreturn]] void fail(const std::string& message) {
+  throw Error(Status::InvalidArgument(message));
+}
 
 std::string parent_directory(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -35,19 +41,21 @@ bool write_all(int fd, const std::string& bytes) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
+void write_file_atomically(const std::string& path, const std::string& bytes,
+                           const std::string& kind) {
+  const std::string cannot = "Cannot write " + kind + " '" + path + "': ";
+  if (path.empty() || path.back() == '/') fail(cannot + "expected a file path, not a folder");
   std::string temporary = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(temporary.data());
   if (fd < 0) {
-    fail("Cannot write checkpoint '" + path + "': creating a temporary file in " +
-         parent_directory(path) + " failed: " + std::strerror(errno));
+    fail(cannot + "creating a temporary file in " + parent_directory(path) +
+         " failed: " + std::strerror(errno));
   }
   auto give_up = [&](const std::string& step) {
     const std::string reason = std::strerror(errno);
     ::close(fd);
     ::unlink(temporary.c_str());
-    fail("Cannot write checkpoint '" + path + "': " + step + " failed: " + reason +
-         " (the previous checkpoint, if any, is unchanged)");
+    fail(cannot + step + " failed: " + reason + " (the previous " + kind + ", if any, is unchanged)");
   };
   if (::fchmod(fd, 0644) != 0) give_up("fchmod");
   if (!write_all(fd, bytes)) give_up("writing " + std::to_string(bytes.size()) + " bytes");
@@ -55,12 +63,13 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   if (::close(fd) != 0) {
     const std::string reason = std::strerror(errno);
     ::unlink(temporary.c_str());
-    fail("Cannot write checkpoint '" + path + "': close failed: " + reason);
+    fail(cannot + "close failed: " + reason + " (the previous " + kind + ", if any, is unchanged)");
   }
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(errno);
     ::unlink(temporary.c_str());
-    fail("Cannot write checkpoint '" + path + "': renaming the temporary file failed: " + reason);
+    fail(cannot + "renaming the temporary file failed: " + reason + " (the previous " + kind +
+         ", if any, is unchanged)");
   }
   // The rename is durable only once the directory entry is on disk.
   const int dir = ::open(parent_directory(path).c_str(), O_RDONLY | O_DIRECTORY);
@@ -70,4 +79,12 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   }
 }
 
-}  // namespace train_mnist
+std::string read_whole_file(const std::string& path, const std::string& kind) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("Cannot open " + kind + " '" + path + "': " + std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail("Cannot read " + kind + " '" + path + "': " + std::strerror(errno));
+  return bytes;
+}
+
+}  // namespace chorus
