@@ -12,10 +12,12 @@
 #   2. --min-np 3: the same kill stops the job with the --min-np message.
 #   3. a rank that exits with an error of its own is not restarted.
 # After each: no process left in any namespace.
-#   elastic_netns_test.sh CHORUSRUN TRAIN_MNIST LAUNCHER_TEST_PROGRAM DATA_DIR [REPORT_FILE]
+#   elastic_netns_test.sh CHORUSRUN TRAIN_MNIST LAUNCHER_TEST_PROGRAM DATA_DIR [REPORT_FILE [JSON_FILE]]
+# REPORT_FILE gets the timings as text, JSON_FILE as JSON (the
+# elastic_recovery piece of scripts/bench_report.sh --only elastic).
 set -uo pipefail
 
-chorusrun=$1 train_mnist=$2 program=$3 data_dir=$4 report=${5:-}
+chorusrun=$1 train_mnist=$2 program=$3 data_dir=$4 report=${5:-} json=${6:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../hierarchical/netns_hosts.sh
 source "$here/../hierarchical/netns_hosts.sh"
@@ -115,9 +117,23 @@ no_leftovers "elastic training"
 if [[ -n ${started:-} && -n ${resumed:-} && -f $work/summary.json ]]; then
   detected=$(grep -E 'chorusrun: elastic: host\(s\) 10.200.0.3 failed' "$log" | head -n 1 | cut -d' ' -f1)
   step=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mean_step_seconds"])' "$work/summary.json")
-  python3 - "$start" "$started" "$killed" "${detected:-$killed}" "$resumed" "${regrown:-0}" "$step" <<'PY' | tee -a "${report:-/dev/null}"
-import sys
-start, started, killed, detected, resumed, regrown, step = map(float, sys.argv[1:])
+  python3 - "$start" "$started" "$killed" "${detected:-$killed}" "$resumed" "${regrown:-0}" "$step" \
+    "$work/summary.json" "$json" <<'PY' | tee -a "${report:-/dev/null}"
+import json, os, sys
+start, started, killed, detected, resumed, regrown, step = map(float, sys.argv[1:8])
+summary_path, json_path = sys.argv[8:10]
+if json_path:
+    summary = json.load(open(summary_path))
+    doc = {"benchmark": "elastic_recovery", "hosts": 3, "ranks_per_host": 1, "model": "mlp",
+           "commit_every": 8, "mean_step_seconds": step, "cores": os.cpu_count(),
+           "startup_seconds": started - start, "commit_interval_seconds": 8 * step,
+           "failure_to_named_seconds": detected - killed, "failure_to_training_seconds": resumed - killed,
+           "regrow_seconds": regrown - resumed if regrown > 0 else None,
+           "host_cooldown_seconds": 2, "discovery_interval_seconds": 1,
+           "final_world_size": summary["world_size"], "final_test_accuracy": summary["final_test_accuracy"]}
+    with open(json_path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(json_path + ".tmp", json_path)
 print("elastic netns run (3 hosts x 1 rank, train_mnist MLP, --commit-every 8):")
 print("  start-up (chorusrun start -> training): %.2f s" % (started - start))
 print("  commit interval: 8 steps x %.4f s = %.3f s" % (step, 8 * step))
