@@ -18,11 +18,19 @@
 #       (test/bench/pipeline/run_pipeline_bench.sh);
 #   (g) the heartbeat's cost while all is well: idle CPU and 4 KiB latency with it
 #       off, at 30 s and at 3 s (scripts/bench_heartbeat.sh).
+#   (h) elastic recovery: chorusrun --elastic running train_mnist --elastic on
+#       3 network-namespace hosts, one killed mid-epoch and listed again
+#       (test/launcher/elastic_netns_test.sh, needs root): start-up, commit
+#       interval, failure -> named, failure -> training again, regrow.
 # Installs what is missing (gnuplot-nox, python3-torch), builds what is stale,
 # writes every measurement to a fresh build/bench/report-<date>/ and then the
 # report (test/bench/report/generate_report.py).
 #   scripts/bench_report.sh [--quick] [--docs-dir DIR] [--results-dir DIR] [--build-dir DIR]
 #   scripts/bench_report.sh --from RESULTS_DIR [--docs-dir DIR]   (report only, no measuring)
+#   scripts/bench_report.sh --only elastic [--results-dir DIR] [--docs-dir DIR] [--build-dir DIR]
+# --only SECTION: measure only that section (elastic: (h)) in its own run and
+# replace just that section of DIR/BENCHMARKS.md (default docs/), leaving the
+# rest of the page as it was; the section says it comes from its own run.
 # --quick: 3 sizes, 3 rounds, 1 training round of a few steps (a smoke run of
 # a few minutes); its report goes to the results dir unless --docs-dir is given.
 # --build-dir: use (and build) that CMake tree instead of build/.
@@ -35,26 +43,33 @@ invocation="scripts/bench_report.sh${*:+ $*}"
 die() { echo "bench_report: error: $*" >&2; exit 1; }
 log() { echo "bench_report: $*" >&2; }
 
-quick=0 docs_dir="" results_dir="" build_dir="" from=""
+quick=0 docs_dir="" results_dir="" build_dir="" from="" only=""
 while (($#)); do
   case "$1" in
     --quick) quick=1; shift; continue ;;
-    -h | --help) sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,30s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
   esac
   case "$1" in
-    --docs-dir | --results-dir | --build-dir | --from) ;;
-    *) die "unknown argument '$1' (expected --quick, --docs-dir DIR, --results-dir DIR, --build-dir DIR, --from DIR)" ;;
+    --docs-dir | --results-dir | --build-dir | --from | --only) ;;
+    *) die "unknown argument '$1' (expected --quick, --docs-dir DIR, --results-dir DIR, --build-dir DIR, --from DIR, --only SECTION)" ;;
   esac
-  [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a directory (see --help)"
+  [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a $([[ $1 == --only ]] && echo "section name (elastic)" || echo directory) (see --help)"
   case "$1" in
     --docs-dir) docs_dir="$2" ;;
     --results-dir) results_dir="$2" ;;
     --build-dir) build_dir="$2" ;;
     --from) from="$2" ;;
+    --only) only="$2" ;;
   esac
   shift 2
 done
 generator="$root/test/bench/report/generate_report.py"
+case "$only" in
+  "" | elastic) ;;
+  *) die "--only: unknown section '$only' (expected elastic)" ;;
+esac
+[[ -z "$only" || -z "$from" ]] || die "--only and --from cannot be combined"
+[[ -z "$only" ]] || ((!quick)) || die "--only elastic has no --quick mode (its scenario is fixed)"
 
 install_missing() {  # Debian packages only this script needs
   local missing=() p
@@ -71,7 +86,7 @@ install_missing() {  # Debian packages only this script needs
 }
 
 "$root/scripts/install_deps.sh"
-install_missing gnuplot-nox python3-torch
+[[ "$only" == elastic ]] || install_missing gnuplot-nox python3-torch  # plots; gloo and DDP
 
 if [[ -n "$from" ]]; then
   [[ -d "$from" ]] || die "--from: '$from' is not a directory (expected a results dir of an earlier run)"
@@ -81,7 +96,8 @@ if [[ -n "$from" ]]; then
 fi
 
 # --- build ---------------------------------------------------------------
-targets=(chorus_bench chorus_train_bench chorus_pipeline_bench chorusrun)
+targets=(chorus_bench chorus_train_bench chorus_pipeline_bench chorusrun train_mnist launcher_test_program)
+[[ "$only" != elastic ]] || targets=(chorusrun train_mnist launcher_test_program)
 if [[ -z "$build_dir" ]]; then
   "$root/scripts/build.sh" "${targets[@]}"
   build_dir="$root/build"
@@ -95,7 +111,12 @@ fi
 chorus_bench="$build_dir/test/bench/chorus_bench"
 train_bench="$build_dir/test/bench/chorus_train_bench"
 pipeline_bench="$build_dir/test/bench/chorus_pipeline_bench"
-for b in "$chorus_bench" "$train_bench" "$pipeline_bench"; do [[ -x "$b" ]] || die "$b was not built"; done
+chorusrun="$build_dir/launcher/chorusrun"
+train_mnist="$build_dir/examples/train_mnist/train_mnist"
+launcher_program="$build_dir/test/launcher/launcher_test_program"
+needed=("$chorusrun" "$train_mnist" "$launcher_program")
+[[ -n "$only" ]] || needed+=("$chorus_bench" "$train_bench" "$pipeline_bench")
+for b in "${needed[@]}"; do [[ -x "$b" ]] || die "$b was not built"; done
 
 # --- the run's folder and description ---------------------------------------
 stamp=$(date +%Y%m%d-%H%M%S)
@@ -104,6 +125,8 @@ results_dir="${results_dir:-$root/build/bench/report-$stamp}"
 mkdir -p "$results_dir"
 results_dir=$(cd "$results_dir" && pwd)
 if ((quick)); then docs_dir="${docs_dir:-$results_dir}"; else docs_dir="${docs_dir:-$root/docs}"; fi
+[[ -z "$only" || -f "$docs_dir/BENCHMARKS.md" ]] ||
+  die "--only replaces one section of $docs_dir/BENCHMARKS.md, which does not exist (run the full report first)"
 log "measurements go to $results_dir, the report to $docs_dir"
 
 if [[ $(id -u) -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
@@ -119,15 +142,17 @@ write_run_json() {  # [finished]: run.json, rewritten at the end with the finish
     "$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 ))" "$(uname -sr)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
     "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty" "$tunables" \
     "$(mpirun --version 2>/dev/null | head -n 1)" \
-    "$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo unknown)" <<'PY'
+    "$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo unknown)" "$only" <<'PY'
 import datetime, json, sys
 (path, command, quick, started, finished, host, nproc, cpu, mem, kernel, load, commit, tunables, mpi,
- torch) = sys.argv[1:]
+ torch, only) = sys.argv[1:]
 iso = lambda t: datetime.datetime.fromtimestamp(int(t), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 run = {"command": command, "mode": "quick" if quick == "1" else "full", "started": iso(started),
        "machine": {"host": host, "nproc": int(nproc), "cpu_model": cpu or "unknown", "memory_bytes": int(mem),
                    "kernel": kernel, "load_average": load},
        "git_commit": commit, "glibc_tunables": tunables, "mpi_library": mpi or "unknown", "torch_version": torch}
+if only:
+    run["sections"] = only.split(",")  # a run of --only: these sections, nothing else
 if finished:
     run.update(finished=iso(finished), wall_seconds=int(finished) - int(started))
 json.dump(run, open(path, "w"), indent=2)
@@ -160,6 +185,33 @@ piece() {
     "$kind" "$np" "$config" "$file" "$shown" "$(date -u -d "@$start" '+%Y-%m-%d %H:%M:%S UTC')" "$load" \
     "$start" "$end" >>"$results_dir/pieces.jsonl"
 }
+
+# --- (h) elastic recovery ------------------------------------------------------
+# The elastic netns scenario's own timings (it checks the recovery too: a
+# failed check fails this step). Root only: it makes network namespaces.
+elastic_recovery() {
+  [[ -f "$root/data/mnist/train-images-idx3-ubyte" ]] || "$root/scripts/prepare_mnist.sh" >&2 ||
+    die "preparing data/mnist for the elastic scenario failed"
+  if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null 2>&1; then
+    python3 -c 'import json, sys; print(json.dumps({"kind": "elastic_recovery", "available": False, "command": sys.argv[1], "reason": sys.argv[2]}))' \
+      "test/launcher/elastic_netns_test.sh" \
+      "the elastic scenario makes network-namespace hosts, which needs root and iproute2; this run had $( [[ $(id -u) -eq 0 ]] && echo "no ip command" || echo "no root")." \
+      >>"$results_dir/pieces.jsonl"
+    log "elastic recovery not measured (needs root and ip): section (h) says so"
+    return
+  fi
+  piece elastic_recovery 3 - elastic_recovery.json 600 -- "$root/test/launcher/elastic_netns_test.sh" \
+    "$chorusrun" "$train_mnist" "$launcher_program" "$root/data/mnist" "$results_dir/elastic_recovery.txt" \
+    "$results_dir/elastic_recovery.json"
+}
+
+if [[ "$only" == elastic ]]; then
+  elastic_recovery
+  write_run_json "$(date +%s)"
+  python3 "$generator" "$results_dir" --docs-dir "$docs_dir" --only elastic
+  log "done in $(( $(date +%s) - started_epoch )) s: section (h) of $docs_dir/BENCHMARKS.md"
+  exit
+fi
 
 if ((quick)); then
   sizes=4KiB,64KiB,1MiB
@@ -235,6 +287,8 @@ piece pipeline - - pipeline.json 1200 -- "$root/test/bench/pipeline/run_pipeline
 # --- (g) heartbeat ----------------------------------------------------------------
 piece heartbeat 2 - heartbeat.json 1800 -- "$root/scripts/bench_heartbeat.sh" --np 2 "${heartbeat_opts[@]}" \
   --build-dir "$build_dir" --json "$results_dir/heartbeat.json"
+# --- (h) elastic recovery (last: it kills processes and makes namespaces) ---
+elastic_recovery
 
 write_run_json "$(date +%s)"
 python3 "$generator" "$results_dir" --docs-dir "$docs_dir" --results-label "${results_dir//"$root/"/}"

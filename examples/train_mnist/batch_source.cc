@@ -30,8 +30,8 @@ BatchSource::BatchSource(const MnistData& data, ct::DistributedSampler& sampler,
       loader_options);
 }
 
-void BatchSource::start_epoch(int64_t epoch) {
-  sampler_.set_epoch(epoch);
+void BatchSource::start_epoch(int64_t epoch, int64_t first_sample) {
+  sampler_.set_epoch(epoch, first_sample);
   if (loader_) {
     loader_->reset();
     return;

@@ -24,8 +24,9 @@ class BatchSource {
   // `data` and `sampler` must outlive this.
   BatchSource(const MnistData& data, chorus::torch::DistributedSampler& sampler,
               const TrainOptions& options);
-  // Deals epoch `epoch` of the sampler from its start.
-  void start_epoch(int64_t epoch);
+  // Deals epoch `epoch` of the sampler from position first_sample of its
+  // permutation (0: from its start; more after an elastic restart).
+  void start_epoch(int64_t epoch, int64_t first_sample = 0);
   // The next batch (images in data, labels in target); nullopt at the epoch's end.
   std::optional<torch::data::Example<>> next();
 

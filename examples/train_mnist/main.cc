@@ -2,6 +2,8 @@
 //
 //   scripts/prepare_mnist.sh
 //   mpirun -np 2 build/examples/train_mnist/train_mnist --data-dir data/mnist
+//   chorusrun --elastic --min-np 2 --host-discovery-script ./hosts.sh \
+//     build/examples/train_mnist/train_mnist --elastic --commit-every 20
 //
 // The reference model is a 784-128-10 MLP trained with Adam (lr 1e-3 x the
 // number of ranks), batch 64 per rank, 5 epochs; --help lists the options.
@@ -51,6 +53,11 @@ int main(int argc, char** argv) {
     if (rank == 0 && !options.summary_json.empty()) {
       chorus::write_file_atomically(options.summary_json, to_json(summary), "run summary");
     }
+  } catch (const chorus::torch::HostsChanged& e) {
+    // Every rank stopped at the same commit: chorusrun --elastic restarts
+    // the job on the new hosts, which resume from it.
+    if (rank == 0) std::fprintf(stderr, "train_mnist: %s\n", e.what());
+    status = chorus::kElasticRestartExitCode;
   } catch (const std::exception& e) {
     // Shutting down tells the other ranks, whose pending collectives then
     // fail naming this rank instead of waiting for it.

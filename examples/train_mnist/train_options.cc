@@ -46,6 +46,25 @@ void check_pipeline_options(const TrainOptions& options) {
   }
 }
 
+void check_elastic_options(const po::variables_map& values, TrainOptions* options) {
+  options->elastic = values.count("elastic") > 0;
+  for (const char* flag : {"commit-every", "elastic-dir"}) {
+    if (values.count(flag) && !options->elastic) fail(std::string("--") + flag + " needs --elastic");
+  }
+  if (!options->elastic) return;
+  if (values.count("commit-every")) {
+    options->commit_every =
+        parse_integer_option("commit-every", values["commit-every"].as<std::string>(), 1, 1000000);
+  }
+  if (values.count("elastic-dir")) {
+    options->elastic_dir = values["elastic-dir"].as<std::string>();
+    if (options->elastic_dir.empty()) invalid_option("elastic-dir", "", "a folder on each host's own disk");
+  }
+  // Elastic state is the whole model on every rank: data parallel only.
+  if (options->pipelined()) fail("--elastic cannot be combined with --pipeline-stages > 1");
+  if (options->resume) fail("--elastic cannot be combined with --resume (an elastic run resumes from its own commits)");
+}
+
 }  // namespace
 
 ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments) {
@@ -100,7 +119,13 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
       ("loader-workers", po::value<std::string>()->default_value("1"),
        "background threads of --loader prefetch (1-64)")
       ("prefetch-depth", po::value<std::string>()->default_value("4"),
-       "batches --loader prefetch prepares ahead (1-1024)");
+       "batches --loader prefetch prepares ahead (1-1024)")
+      ("elastic", "elastic training under chorusrun --elastic: commit the state every --commit-every "
+       "steps on every host's disk and resume from the newest commit after a restart")
+      ("commit-every", po::value<std::string>(),
+       "with --elastic: optimizer steps between commits (1-1000000; default 20; epochs' ends commit too)")
+      ("elastic-dir", po::value<std::string>(),
+       "with --elastic: each host's commit folder (default $CHORUS_ELASTIC_DIR or /tmp/chorus-elastic)");
 
   po::variables_map values;
   try {
@@ -201,6 +226,7 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
   options.loader_workers =
       static_cast<int>(parse_integer_option("loader-workers", text("loader-workers"), 1, 64));
   options.prefetch_depth = parse_integer_option("prefetch-depth", text("prefetch-depth"), 1, 1024);
+  check_elastic_options(values, &options);
   parsed.options = options;
   return parsed;
 }

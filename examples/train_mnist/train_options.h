@@ -51,6 +51,13 @@ struct TrainOptions {
   Loader loader = Loader::kPrefetch;
   int loader_workers = 1;
   int64_t prefetch_depth = 4;
+  // Elastic training (chorusrun --elastic): commit the state every
+  // commit_every optimizer steps and at every epoch's end, resume from the
+  // newest commit after a restart, stop at a commit when chorusrun says
+  // more hosts are available.
+  bool elastic = false;
+  int64_t commit_every = 20;
+  std::string elastic_dir;  // empty: $CHORUS_ELASTIC_DIR or /tmp/chorus-elastic
 };
 
 // What the command line asked for: options to train with, or help text to

@@ -83,6 +83,15 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
     adam_ = std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(lr));
     optimizer_ = std::make_unique<ct::DistributedOptimizer>(*adam_, model_->named_parameters(),
                                                             distributed);
+    if (options_.elastic) {
+      ct::ElasticStateOptions elastic;
+      elastic.directory = options_.elastic_dir;
+      elastic.name = "train_mnist.elastic";
+      // The same contents as the checkpoints: model (with its signature),
+      // Adam, the gradient scaler and the progress in extras_.
+      elastic_ = std::make_unique<ct::ElasticState>(
+          train_mnist::checkpoint_contents(*model_, *adam_, scaler_, extras_), elastic);
+    }
     return;
   }
   ct::check_micro_batches(options_.batch_size, options_.micro_batches);
@@ -106,6 +115,36 @@ Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
   }
 }
 
+bool Trainer::restore_elastic() {
+  const auto start = Clock::now();
+  if (!elastic_->restore()) {
+    printer_.message("elastic: no commit yet: starting from scratch on " + std::to_string(size_) + " ranks");
+    return false;
+  }
+  // The commit's extras carry the progress as checkpoints do (one
+  // early-stopping update per completed epoch).
+  stopping_.load(extras_, "early_stopping");
+  last_test_accuracy_ = read_progress(extras_).last_test_accuracy;
+  resume_sample_ = elastic_->sample();
+  // The committed optimizer carries the learning rate of the committing
+  // run's size; this run's replicas set it again.
+  ct::set_learning_rate(*adam_, options_.lr * layout_.data_parallel_size);
+  printer_.message("elastic: resumed from commit " + std::to_string(elastic_->last_commit()) + " (epoch " +
+                   std::to_string(elastic_->epoch() + 1) + ", sample " + std::to_string(resume_sample_) +
+                   " of its permutation) written by " + std::to_string(elastic_->committed_size()) +
+                   " ranks, now on " + std::to_string(size_) + " ranks, restart " +
+                   std::to_string(ct::ElasticState::restart_count()) + ", restored in " +
+                   std::to_string(seconds_since(start)) + " s");
+  return true;
+}
+
+void Trainer::commit(int64_t epoch, int64_t sample) {
+  write_progress(stopping_, last_test_accuracy_, extras_);
+  elastic_->set_position(epoch, sample);
+  elastic_->commit();
+  steps_since_commit_ = 0;
+}
+
 ct::CheckpointContents Trainer::checkpoint_contents() {
   write_progress(stopping_, last_test_accuracy_, extras_);
   return train_mnist::checkpoint_contents(*model_, *adam_, scaler_, extras_);
@@ -124,6 +163,12 @@ void Trainer::restore_and_synchronize() {
       stopping_.load(extras_, "early_stopping");
       last_test_accuracy_ = read_progress(extras_).last_test_accuracy;
     }
+  }
+  if (elastic_) {
+    // restore() makes every rank equal (the commit, or rank 0's state);
+    // --elastic refuses --resume, so the checkpoints are only written.
+    restore_elastic();
+    return;
   }
   // Every rank builds the whole model, so rank 0's whole model is every
   // stage's reference; a stage's optimizer covers its part only, and fresh
@@ -170,9 +215,9 @@ void Trainer::optimizer_step() {
   }
 }
 
-Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
+Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch, int64_t first_sample) {
   model_->train();
-  batches_.start_epoch(epoch);
+  batches_.start_epoch(epoch, first_sample);
   const int64_t samples = sampler_.num_samples();
   printer_.start_epoch(epoch + 1, options_.epochs, samples * layout_.data_parallel_size);
 
@@ -217,6 +262,10 @@ Trainer::EpochMetrics Trainer::train_epoch(int64_t epoch) {
     if (passes_in_step == options_.accumulate || begin + count >= samples) {
       optimizer_step();
       passes_in_step = 0;
+      // Between steps, not at the epoch's end (run() commits after evaluating).
+      if (elastic_ && ++steps_since_commit_ >= options_.commit_every && begin + count < samples) {
+        commit(epoch, sampler_.global_position(begin + count));
+      }
     }
     const double batch_loss = loss.item<double>();
     loss_sum += batch_loss * static_cast<double>(count);
@@ -302,7 +351,8 @@ RunSummary Trainer::run() {
   while (stopping_.updates() < options_.epochs && !stopping_.should_stop()) {
     const auto epoch_start = Clock::now();
     const int64_t epoch = stopping_.updates();  // epochs completed
-    const EpochMetrics metrics = train_epoch(epoch);
+    const EpochMetrics metrics = train_epoch(epoch, resume_sample_);
+    resume_sample_ = 0;
     const Evaluation evaluation = evaluate();
     train_seconds += metrics.train_seconds;
     train_samples += metrics.train_samples;
@@ -325,6 +375,7 @@ RunSummary Trainer::run() {
     report.seconds = seconds_since(epoch_start);
     report.best = best;
     printer_.finish_epoch(report);
+    if (elastic_) commit(epoch + 1, 0);
   }
   summary.stopped_early = stopping_.should_stop() && stopping_.updates() < options_.epochs;
   if (summary.stopped_early) {

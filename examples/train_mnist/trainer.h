@@ -14,6 +14,16 @@
 // writes them; on --resume rank 0 reads the newest and every rank loads its
 // bytes (model, Adam, gradient scaler, progress).
 //
+// With --elastic (under chorusrun --elastic) a chorus::torch::ElasticState
+// replaces the checkpoint resume: every --commit-every optimizer steps, and
+// after every epoch's evaluation, the model, Adam's state, the epoch, the
+// position in the epoch's sample permutation and the progress are committed
+// on every host; a restarted job resumes from the newest commit on however
+// many ranks it now has, with Adam's learning rate set for that number and
+// the rest of the epoch's samples dealt over the new ranks
+// (DistributedSampler::set_epoch(epoch, first_sample)). commit() throws
+// chorus::torch::HostsChanged when chorusrun asks the job to grow.
+//
 // With --pipeline-stages S > 1 the model's layers() are split over S
 // consecutive ranks (chorus::torch::Pipeline): the sampler then shares the
 // training set among the D = size / S pipelines, each batch goes through the
@@ -71,7 +81,12 @@ class Trainer {
   // Creates the checkpoint folder (rank 0) and, when resuming, loads the
   // newest checkpoint on every rank; then every rank takes rank 0's state.
   void restore_and_synchronize();
-  EpochMetrics train_epoch(int64_t epoch);
+  // Trains epoch `epoch` from position first_sample of its permutation.
+  EpochMetrics train_epoch(int64_t epoch, int64_t first_sample);
+  // --elastic: restores the newest commit (true) or starts equal everywhere.
+  bool restore_elastic();
+  // --elastic: commits the state at `sample` of epoch `epoch`'s permutation.
+  void commit(int64_t epoch, int64_t sample);
   void optimizer_step();
   void zero_grad();
   // One batch's forward and backward; returns its mean loss where it is
@@ -108,6 +123,9 @@ class Trainer {
   // on any rank. Its state (scale, growth tracker) is in the checkpoints.
   chorus::torch::GradScaler scaler_;
   int64_t optimizer_steps_ = 0;  // this run
+  std::unique_ptr<chorus::torch::ElasticState> elastic_;  // only with --elastic
+  int64_t resume_sample_ = 0;  // where the first epoch of this run starts
+  int64_t steps_since_commit_ = 0;
 };
 
 }  // namespace train_mnist

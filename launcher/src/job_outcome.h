@@ -3,6 +3,7 @@
 // start timeout. Pure, so every case has a unit test.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@ struct JobRecord {
   std::set<int> started;       // ranks whose wrapper said hello
   std::set<int> initialized;   // ranks that reached chorus::init()
   std::set<int> lost;          // ranks whose wrapper vanished without an exit report
+  std::map<int, std::string> hosts;  // host names from the hellos
   std::vector<RankExit> exits; // in arrival order
   // How the launcher process (mpirun or srun) ended.
   bool launcher_signaled = false;

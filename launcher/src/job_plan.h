@@ -45,6 +45,8 @@ struct JobPlan {
   std::vector<ForwardedVariable> variables;
   bool tag_output = false;
   std::vector<std::string> notices;  // said once on stderr before the run
+  // srun only: allocation nodes to leave out (--elastic, after they failed).
+  std::vector<std::string> excluded_nodes;
   LaunchOptions options;
 };
 

@@ -33,10 +33,13 @@ class JobWatch {
     }
     const double started = monotonic_seconds();
     if (settings_.start_timeout_seconds > 0) start_deadline_ = started + settings_.start_timeout_seconds;
+    if (settings_.hosts_changed) next_poll_ = started + settings_.poll_seconds;
     while (!finished()) step();
     listener_->drain(settings_.token, events_);
     return decide_outcome(record_);
   }
+
+  const JobRecord& record() const { return record_; }
 
  private:
   bool finished() const {
@@ -50,6 +53,7 @@ class JobWatch {
     double deadline = launcher_done_ ? drain_deadline_ : -1.0;
     if (!launcher_done_ && kill_deadline_ > 0) deadline = kill_deadline_;
     if (!launcher_done_ && !stopping_ && start_deadline_ > 0) deadline = start_deadline_;
+    if (!launcher_done_ && next_poll_ > 0 && (deadline < 0 || next_poll_ < deadline)) deadline = next_poll_;
     const int ready = poll(fds.data(), fds.size(), poll_timeout_ms(deadline));
     if (ready < 0 && errno != EINTR) return;
     if (ready > 0) {
@@ -66,6 +70,9 @@ class JobWatch {
       case ReportMessage::Kind::kHello:
         record_.started.insert(m.rank);
         hosts_[m.rank] = m.host;
+        record_.hosts[m.rank] = m.host;
+        // A wrapper that starts after the notice still needs it.
+        if (notified_) listener_->send_to_ranks(format_hosts_changed(settings_.token));
         break;
       case ReportMessage::Kind::kInit:
         record_.initialized.insert(m.rank);
@@ -101,6 +108,15 @@ class JobWatch {
 
   void check_deadlines() {
     const double now = monotonic_seconds();
+    if (next_poll_ > 0 && now >= next_poll_) {
+      next_poll_ = -1.0;
+      if (!launcher_done_ && !stopping_ && settings_.hosts_changed()) {
+        notified_ = true;
+        listener_->send_to_ranks(format_hosts_changed(settings_.token));
+      } else if (!launcher_done_) {
+        next_poll_ = monotonic_seconds() + settings_.poll_seconds;
+      }
+    }
     if (start_deadline_ > 0 && now >= start_deadline_) {
       start_deadline_ = -1.0;
       if (!launcher_done_ && !stopping_ && static_cast<int>(record_.initialized.size()) < settings_.np) {
@@ -136,13 +152,18 @@ class JobWatch {
   double start_deadline_ = -1.0;
   double kill_deadline_ = -1.0;
   double drain_deadline_ = -1.0;
+  double next_poll_ = -1.0;  // next hosts_changed() call; -1: none
+  bool notified_ = false;
 };
 
 }  // namespace
 
-JobOutcome run_job(const Command& command, const RunSettings& settings, ReportListener* listener, int signal_fd) {
+JobOutcome run_job(const Command& command, const RunSettings& settings, ReportListener* listener, int signal_fd,
+                   JobRecord* record) {
   JobWatch watch(settings, listener, signal_fd);
-  return watch.run(command);
+  const JobOutcome outcome = watch.run(command);
+  if (record != nullptr) *record = watch.record();
+  return outcome;
 }
 
 }  // namespace chorus::launcher

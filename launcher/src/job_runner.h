@@ -3,6 +3,7 @@
 // timeout into a stop of the whole job.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "command.h"
@@ -20,10 +21,17 @@ struct RunSettings {
   double kill_grace_seconds = 5.0;
   // After the launcher exits, how long to wait for reports still in flight.
   double drain_seconds = 2.0;
+  // --elastic: asked every poll_seconds while the job runs; once it returns
+  // true, every rank wrapper is told that the hosts changed (and any that
+  // says hello later is told at once).
+  std::function<bool()> hosts_changed;
+  double poll_seconds = 5.0;
 };
 
 // `signal_fd` comes from open_supervisor_signalfd(), opened before anything
-// was started. Returns how the job ended.
-JobOutcome run_job(const Command& command, const RunSettings& settings, ReportListener* listener, int signal_fd);
+// was started. Returns how the job ended; `record`, when given, receives
+// what it was decided from.
+JobOutcome run_job(const Command& command, const RunSettings& settings, ReportListener* listener, int signal_fd,
+                   JobRecord* record = nullptr);
 
 }  // namespace chorus::launcher

@@ -35,6 +35,15 @@ po::options_description make_description() {
       ("dry-run", po::bool_switch(), "print the command that would run, and exit")
       ("verbose", po::bool_switch(), "print the command, then run it")
       ("check-build", po::bool_switch(), "print what this build of Chorus supports, and exit");
+  po::options_description elastic("elastic training (docs/DESIGN.md, \"Elastic training\")");
+  elastic.add_options()
+      ("elastic", po::bool_switch(), "restart the job on the surviving hosts when a host fails, and on more hosts when the discovery script lists them (the program commits its state: chorus::torch::ElasticState)")
+      ("min-np", po::value<std::string>(), "with --elastic: stop when fewer ranks than this are left (default 1)")
+      ("max-np", po::value<std::string>(), "with --elastic: never start more ranks than this (default: every slot)")
+      ("host-discovery-script", po::value<std::string>(), "with --elastic: executable that prints the available hosts, one 'host[:slots]' a line")
+      ("discovery-interval", po::value<std::string>(), "with --elastic: seconds between runs of the discovery script while the job runs (default 5)")
+      ("host-cooldown", po::value<std::string>(), "with --elastic: seconds a failed host is left out before the discovery script may bring it back (default 60)")
+      ("max-restarts", po::value<std::string>(), "with --elastic: restarts after failures before giving up (default 5)");
   po::options_description runtime("runtime options (passed to every rank as CHORUS_* variables)");
   for (const RuntimeFlag& flag : runtime_flags()) {
     if (flag.is_switch) {
@@ -44,7 +53,7 @@ po::options_description make_description() {
     }
   }
   po::options_description all;
-  all.add(general).add(runtime);
+  all.add(general).add(elastic).add(runtime);
   return all;
 }
 
@@ -101,6 +110,60 @@ void check_network_interface(const std::string& text) {
     throw UsageError("--network-interface='" + text +
                      "' is invalid: expected interface names or IPv4 subnets such as eth0 or 10.0.0.0/24, comma-separated");
   }
+}
+
+int parse_count(const std::string& text, const std::string& option, bool allow_zero) {
+  int value = 0;
+  if (allow_zero && text == "0") return 0;
+  if (!parse_positive_int(text, &value)) {
+    throw UsageError(option + "='" + text + "' is invalid: expected " +
+                     (allow_zero ? "an integer >= 0" : "a positive integer"));
+  }
+  return value;
+}
+
+// The elastic options, checked against each other and the rest.
+ElasticOptions parse_elastic(const po::variables_map& values, const LaunchOptions& options) {
+  auto text = [&](const char* name) { return values[name].as<std::string>(); };
+  ElasticOptions elastic;
+  elastic.enabled = values["elastic"].as<bool>();
+  for (const char* name : {"min-np", "max-np", "host-discovery-script", "discovery-interval", "host-cooldown",
+                           "max-restarts"}) {
+    if (values.count(name) && !elastic.enabled) {
+      throw UsageError(std::string("--") + name + " was given without --elastic: expected both (it only applies to elastic jobs)");
+    }
+  }
+  if (!elastic.enabled) return elastic;
+  if (values.count("min-np")) elastic.min_np = parse_count(text("min-np"), "--min-np", false);
+  if (values.count("max-np")) elastic.max_np = parse_count(text("max-np"), "--max-np", false);
+  if (elastic.max_np && elastic.min_np > *elastic.max_np) {
+    throw UsageError("--min-np " + std::to_string(elastic.min_np) + " is above --max-np " +
+                     std::to_string(*elastic.max_np) + ": expected --min-np <= --max-np");
+  }
+  if (options.np && (*options.np < elastic.min_np || (elastic.max_np && *options.np > *elastic.max_np))) {
+    throw UsageError("-np " + std::to_string(*options.np) + " is outside --min-np " + std::to_string(elastic.min_np) +
+                     " .. --max-np " + (elastic.max_np ? std::to_string(*elastic.max_np) : "(every slot)") +
+                     ": with --elastic, -np is the number of ranks to start with");
+  }
+  if (values.count("host-discovery-script")) {
+    elastic.discovery_script = text("host-discovery-script");
+    if (elastic.discovery_script.empty()) {
+      throw UsageError("--host-discovery-script is empty: expected the path of an executable that prints 'host[:slots]' lines");
+    }
+    if (!options.host_list.empty() || !options.hostfile.empty()) {
+      throw UsageError("--host-discovery-script was given with -H or --hostfile: expected one source of hosts");
+    }
+    if (options.launcher == "srun") {
+      throw UsageError("--host-discovery-script cannot be used with --launcher srun: srun places ranks in the Slurm "
+                       "allocation; use --launcher mpirun");
+    }
+  }
+  if (values.count("discovery-interval")) {
+    elastic.discovery_interval_seconds = parse_seconds(text("discovery-interval"), "--discovery-interval");
+  }
+  if (values.count("host-cooldown")) elastic.host_cooldown_seconds = parse_seconds(text("host-cooldown"), "--host-cooldown");
+  if (values.count("max-restarts")) elastic.max_restarts = parse_count(text("max-restarts"), "--max-restarts", true);
+  return elastic;
 }
 
 }  // namespace
@@ -226,6 +289,7 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& raw_args) {
   const bool tag = values["tag-output"].as<bool>(), no_tag = values["no-tag-output"].as<bool>();
   if (tag && no_tag) throw UsageError("--tag-output and --no-tag-output were both given: expected one of them");
   if (tag || no_tag) options.tag_output = tag;
+  options.elastic = parse_elastic(values, options);
   if (options.program.empty()) {
     throw UsageError("no program to run: expected chorusrun [options] [--] PROGRAM [ARGS...]");
   }
@@ -237,7 +301,10 @@ std::string launch_usage() {
   out << "Usage: chorusrun -np N [-H host:slots,... | --hostfile FILE] [options] [--] PROGRAM [ARGS...]\n"
       << "Starts N ranks of PROGRAM through mpirun (or srun inside a Slurm allocation), forwards the\n"
       << "runtime options as CHORUS_* variables, prefixes output with ranks and exits 0 only if every\n"
-      << "rank did. See docs/LAUNCHER.md.\n\n"
+      << "rank did. See docs/LAUNCHER.md.\n"
+      << "       chorusrun --elastic --min-np A --max-np B [-H ... | --hostfile FILE | --host-discovery-script PATH]\n"
+      << "                 [options] [--] PROGRAM [ARGS...]\n"
+      << "restarts the job on the hosts left (and grows it at a commit when more are listed); see README.md.\n\n"
       << make_description();
   return out.str();
 }

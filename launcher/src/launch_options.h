@@ -10,6 +10,21 @@
 
 namespace chorus::launcher {
 
+// chorusrun --elastic: restart the job on the surviving (or newly listed)
+// hosts instead of ending it when a host fails. See docs/DESIGN.md,
+// "Elastic training".
+struct ElasticOptions {
+  bool enabled = false;
+  int min_np = 1;
+  std::optional<int> max_np;           // none: as many ranks as the hosts have slots
+  std::string discovery_script;        // prints "host[:slots]" lines; "" for -H/--hostfile/Slurm
+  double discovery_interval_seconds = 5.0;  // how often the script runs while the job does
+  // A host whose rank failed is left out this long; after that a discovery
+  // script that lists it again brings it back (static host lists never do).
+  double host_cooldown_seconds = 60.0;
+  int max_restarts = 5;  // restarts after failures (growing at a commit is not counted)
+};
+
 struct LaunchOptions {
   std::optional<int> np;
   std::string host_list;  // -H
@@ -28,6 +43,7 @@ struct LaunchOptions {
   bool verbose = false;
   bool check_build = false;
   bool help = false;
+  ElasticOptions elastic;
   std::vector<std::string> program;
 };
 

@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "base/launcher_rendezvous.h"
+#include "chorus/elastic.h"
 #include "line_prefixer.h"
 #include "local_host.h"
 #include "process_util.h"
@@ -74,6 +75,15 @@ class RankWrapper {
     command.environment = {{kLauncherAddressVariable, endpoint_},
                            {kLauncherTokenVariable, token_},
                            {kLauncherRankVariable, std::to_string(rank_)}};
+    // An elastic job's ranks look for chorusrun's notice in a file of this
+    // host (a rank cannot be reached otherwise without a runtime protocol).
+    if (std::getenv(kElasticJobVariable) != nullptr) {
+      const char* tmp = std::getenv("TMPDIR");
+      notice_path_ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/chorus-elastic-notice-" + token_ +
+                     "-" + std::to_string(rank_);
+      unlink(notice_path_.c_str());
+      command.environment.emplace_back(kElasticNoticeVariable, notice_path_);
+    }
     SpawnOptions options;
     options.own_process_group = true;
     options.parent_death_signal = SIGKILL;  // if this wrapper is SIGKILLed
@@ -127,6 +137,8 @@ class RankWrapper {
         if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
           launcher_gone_ = true;  // chorusrun ended: nobody is left to watch this rank
           stop();
+        } else if (n > 0) {
+          from_launcher(std::string(buffer, static_cast<size_t>(n)));
         }
       } else {
         forward_output(p.fd);
@@ -137,6 +149,21 @@ class RankWrapper {
       kill(-pid_, SIGKILL);
       kill_deadline_ = -1.0;
     }
+  }
+
+  // Lines from chorusrun: only the elastic hosts-changed notice.
+  void from_launcher(const std::string& bytes) {
+    launcher_buffer_ += bytes;
+    size_t newline;
+    while ((newline = launcher_buffer_.find('\n')) != std::string::npos) {
+      const std::string line = launcher_buffer_.substr(0, newline);
+      launcher_buffer_.erase(0, newline + 1);
+      if (is_hosts_changed(line, token_) && !notice_path_.empty()) {
+        const int fd = open(notice_path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) close(fd);
+      }
+    }
+    if (launcher_buffer_.size() > 4096) launcher_buffer_.clear();
   }
 
   void forward_output(int fd) {
@@ -192,6 +219,7 @@ class RankWrapper {
     exit.stopped = stopped_;
     write_all(socket_, format_exit(token_, exit));
     close(socket_);
+    if (!notice_path_.empty()) unlink(notice_path_.c_str());
     return signaled ? 128 + value : value;
   }
 
@@ -210,6 +238,8 @@ class RankWrapper {
   double kill_deadline_ = -1.0;
   double drain_deadline_ = -1.0;
   std::vector<OutputPipe> pipes_;
+  std::string notice_path_;     // CHORUS_ELASTIC_NOTICE, elastic jobs only
+  std::string launcher_buffer_;  // a partial line from chorusrun
 };
 
 }  // namespace

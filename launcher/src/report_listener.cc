@@ -103,6 +103,17 @@ void ReportListener::handle(const std::vector<pollfd>& fds, const std::string& t
   if (fds[first].revents != 0) accept_all();
 }
 
+void ReportListener::send_to_ranks(const std::string& line) {
+  for (const Connection& c : connections_) {
+    if (c.rank < 0) continue;
+    // A line is far below a socket buffer: a non-blocking write takes it whole.
+    ssize_t n;
+    do {
+      n = write(c.fd, line.data(), line.size());
+    } while (n < 0 && errno == EINTR);
+  }
+}
+
 void ReportListener::drain(const std::string& token, const Events& events) {
   accept_all();
   std::vector<pollfd> fds;

@@ -37,6 +37,9 @@ class ReportListener {
   // Accepts and reads whatever is already waiting, without blocking.
   void drain(const std::string& token, const Events& events);
   size_t open_connections() const { return connections_.size(); }
+  // Writes `line` to every connection whose hello arrived (the rank
+  // wrappers'); a connection that cannot take it is left to close.
+  void send_to_ranks(const std::string& line);
 
  private:
   struct Connection {

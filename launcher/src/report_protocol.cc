@@ -17,6 +17,10 @@ std::string format_exit(const std::string& token, const RankExit& exit) {
   return out.str();
 }
 
+std::string format_hosts_changed(const std::string& token) { return "hosts-changed " + token + "\n"; }
+
+bool is_hosts_changed(const std::string& line, const std::string& token) { return line == "hosts-changed " + token; }
+
 std::optional<ReportMessage> parse_report(const std::string& line) {
   std::istringstream in(line);
   std::string kind;

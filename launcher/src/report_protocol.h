@@ -8,6 +8,11 @@
 //                                              failure is a consequence, not a cause)
 //   init <token> <rank>                        the program reached chorus::init()
 //                                              (sent by core/base/launcher_rendezvous.cc)
+// and the one line chorusrun sends back, on the wrappers' connections:
+//   hosts-changed <token>                      (--elastic) more hosts are available: the
+//                                              wrapper creates the rank's notice file
+//                                              (CHORUS_ELASTIC_NOTICE), and the ranks stop at
+//                                              their next commit to be restarted on them
 #pragma once
 
 #include <optional>
@@ -36,6 +41,9 @@ struct ReportMessage {
 
 std::string format_hello(const std::string& token, int rank, long pid, const std::string& host);
 std::string format_exit(const std::string& token, const RankExit& exit);
+std::string format_hosts_changed(const std::string& token);
+// True when `line` (without its newline) is format_hosts_changed(token).
+bool is_hosts_changed(const std::string& line, const std::string& token);
 // nullopt for a line that is not one of the above.
 std::optional<ReportMessage> parse_report(const std::string& line);
 

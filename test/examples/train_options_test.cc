@@ -172,5 +172,27 @@ TEST(TrainOptions, LoaderFlags) {
             "--prefetch-depth=0 is invalid: expected an integer from 1 to 1024");
 }
 
+TEST(TrainOptions, ElasticFlags) {
+  EXPECT_FALSE(parse({}).elastic);
+  const TrainOptions defaults = parse({"--elastic"});
+  EXPECT_TRUE(defaults.elastic);
+  EXPECT_EQ(defaults.commit_every, 20);
+  EXPECT_EQ(defaults.elastic_dir, "");
+  const TrainOptions o = parse({"--elastic", "--commit-every", "5", "--elastic-dir", "/scratch/c"});
+  EXPECT_EQ(o.commit_every, 5);
+  EXPECT_EQ(o.elastic_dir, "/scratch/c");
+}
+
+TEST(TrainOptions, BadElasticOptionsAreClearErrors) {
+  EXPECT_EQ(parse_error({"--elastic", "--commit-every", "0"}),
+            "--commit-every=0 is invalid: expected an integer from 1 to 1000000");
+  EXPECT_EQ(parse_error({"--commit-every", "5"}), "--commit-every needs --elastic");
+  EXPECT_EQ(parse_error({"--elastic-dir", "/c"}), "--elastic-dir needs --elastic");
+  EXPECT_EQ(parse_error({"--elastic", "--pipeline-stages", "2"}),
+            "--elastic cannot be combined with --pipeline-stages > 1");
+  EXPECT_EQ(parse_error({"--elastic", "--checkpoint-dir", "/c", "--resume"}),
+            "--elastic cannot be combined with --resume (an elastic run resumes from its own commits)");
+}
+
 }  // namespace
 }  // namespace train_mnist_test

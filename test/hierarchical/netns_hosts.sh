@@ -7,9 +7,13 @@
 # between real hosts; Chorus and Open MPI tell the hosts apart by name.
 #
 # Source this file, then:
-#   netns_hosts_up                 namespaces, link and agent; an EXIT trap tears
+#   netns_hosts_up [3]             namespaces, link and agent; an EXIT trap tears
 #                                  everything down (processes left in the
-#                                  namespaces included), whatever happens
+#                                  namespaces included), whatever happens.
+#                                  With 3: a third host (10.200.0.3), the three
+#                                  joined by a bridge in a fourth namespace (the
+#                                  "switch"), so that any host can be killed or
+#                                  cut off alone
 #   netns_mpirun SLOTS [mpirun options] -- PROGRAM [ARGS]
 #                                  mpirun from the first host with SLOTS slots
 #                                  per host ("3,1": 3 on the first host, 1 on
@@ -29,8 +33,12 @@ set -uo pipefail
 netns_id=$$
 netns_h1=chorus-hier-$netns_id-h1
 netns_h2=chorus-hier-$netns_id-h2
+netns_h3=chorus-hier-$netns_id-h3
+netns_switch=chorus-hier-$netns_id-sw
 netns_name1=hier$netns_id-h1
 netns_name2=hier$netns_id-h2
+netns_name3=hier$netns_id-h3
+netns_count=2
 netns_veth1=chh${netns_id}a
 netns_veth2=chh${netns_id}b
 netns_work=
@@ -43,7 +51,7 @@ netns_fail_setup() {
 
 netns_pids() {
   local ns
-  for ns in "$netns_h1" "$netns_h2"; do ip netns pids "$ns" 2>/dev/null; done | tr '\n' ' '
+  for ns in "$netns_h1" "$netns_h2" "$netns_h3"; do ip netns pids "$ns" 2>/dev/null; done | tr '\n' ' '
 }
 
 netns_hosts_down() {
@@ -56,6 +64,8 @@ netns_hosts_down() {
   done
   ip netns del "$netns_h1" 2>/dev/null
   ip netns del "$netns_h2" 2>/dev/null
+  ip netns del "$netns_h3" 2>/dev/null
+  ip netns del "$netns_switch" 2>/dev/null
   [[ -n $netns_work ]] && rm -rf "$netns_work"
   return 0
 }
@@ -64,9 +74,9 @@ netns_hosts_down() {
 # trap), recognised by the pid in their name.
 netns_remove_stale() {
   local ns pid
-  for ns in $(ip netns list 2>/dev/null | sed -n 's/^\(chorus-hier-[0-9]*-h[12]\).*/\1/p'); do
+  for ns in $(ip netns list 2>/dev/null | sed -n 's/^\(chorus-hier-[0-9]*-\(h[123]\|sw\)\).*/\1/p'); do
     pid=${ns#chorus-hier-}
-    pid=${pid%-h*}
+    pid=${pid%-*}
     kill -0 "$pid" 2>/dev/null && continue
     local pids
     pids=$(ip netns pids "$ns" 2>/dev/null)
@@ -84,6 +94,34 @@ netns_hosts_up() {
   trap 'exit 1' INT TERM
   netns_remove_stale
   netns_work=$(mktemp -d /tmp/chorus-hier-netns-XXXXXX) || netns_fail_setup "mktemp failed"
+  netns_count=${1:-2}
+  if [[ $netns_count == 3 ]]; then
+    netns_three_hosts_up
+  else
+    netns_two_hosts_up
+  fi
+  netns_write_agent
+}
+
+netns_three_hosts_up() {
+  local i ns
+  ip netns add "$netns_switch" || netns_fail_setup "'ip netns add $netns_switch' failed"
+  ip -n "$netns_switch" link add br0 type bridge && ip -n "$netns_switch" link set br0 up ||
+    netns_fail_setup "cannot create a bridge"
+  for i in 1 2 3; do
+    ns=chorus-hier-$netns_id-h$i
+    ip netns add "$ns" || netns_fail_setup "'ip netns add $ns' failed"
+    ip link add "chh${netns_id}h$i" type veth peer name "chh${netns_id}s$i" || netns_fail_setup "cannot create a veth pair"
+    ip link set "chh${netns_id}h$i" netns "$ns" && ip link set "chh${netns_id}s$i" netns "$netns_switch" &&
+      ip -n "$netns_switch" link set "chh${netns_id}s$i" master br0 &&
+      ip -n "$netns_switch" link set "chh${netns_id}s$i" up &&
+      ip -n "$ns" addr add "10.200.0.$i/24" dev "chh${netns_id}h$i" &&
+      ip -n "$ns" link set lo up && ip -n "$ns" link set "chh${netns_id}h$i" up ||
+      netns_fail_setup "cannot configure host $i's link"
+  done
+}
+
+netns_two_hosts_up() {
   ip netns add "$netns_h1" || netns_fail_setup "'ip netns add $netns_h1' failed"
   ip netns add "$netns_h2" || netns_fail_setup "'ip netns add $netns_h2' failed"
   ip link add "$netns_veth1" type veth peer name "$netns_veth2" || netns_fail_setup "cannot create a veth pair"
@@ -93,6 +131,9 @@ netns_hosts_up() {
     ip -n "$netns_h1" link set lo up && ip -n "$netns_h2" link set lo up &&
     ip -n "$netns_h1" link set "$netns_veth1" up && ip -n "$netns_h2" link set "$netns_veth2" up ||
     netns_fail_setup "cannot configure the veth pair"
+}
+
+netns_write_agent() {
   # mpirun calls: AGENT [ssh options] HOST COMMAND...; the address picks the namespace.
   cat >"$netns_work/rsh" <<AGENT
 #!/bin/sh
@@ -101,6 +142,7 @@ host=\$1; shift
 case "\$host" in
   10.200.0.1) ns=$netns_h1; name=$netns_name1 ;;
   10.200.0.2) ns=$netns_h2; name=$netns_name2 ;;
+  10.200.0.3) ns=$netns_h3; name=$netns_name3 ;;
   *) echo "rsh agent: unknown host \$host" >&2; exit 1 ;;
 esac
 exec ip netns exec "\$ns" unshare -u sh -c "hostname \$name; \$*"

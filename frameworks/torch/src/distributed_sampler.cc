@@ -80,11 +80,26 @@ void DistributedSampler::check_dataset_size() const {
   }
 }
 
-void DistributedSampler::set_epoch(int64_t epoch) { epoch_ = epoch; }
+void DistributedSampler::set_epoch(int64_t epoch) { set_epoch(epoch, 0); }
+
+void DistributedSampler::set_epoch(int64_t epoch, int64_t first_sample) {
+  if (first_sample < 0 || first_sample > dataset_size_) {
+    throw Error(Status::InvalidArgument("DistributedSampler::set_epoch: first_sample " +
+                                        std::to_string(first_sample) + " is outside the dataset; expected 0 to " +
+                                        std::to_string(dataset_size_)));
+  }
+  epoch_ = epoch;
+  first_sample_ = first_sample;
+}
+
+int64_t DistributedSampler::global_position(int64_t trained) const {
+  return std::min(dataset_size_, first_sample_ + trained * num_replicas_);
+}
 
 int64_t DistributedSampler::num_samples() const {
   const int64_t replicas = num_replicas_;
-  return options_.pad ? (dataset_size_ + replicas - 1) / replicas : dataset_size_ / replicas;
+  const int64_t remaining = dataset_size_ - first_sample_;
+  return options_.pad ? (remaining + replicas - 1) / replicas : remaining / replicas;
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {
@@ -95,12 +110,13 @@ std::vector<int64_t> DistributedSampler::indices() const {
     order.resize(static_cast<size_t>(dataset_size_));
     for (int64_t i = 0; i < dataset_size_; ++i) order[static_cast<size_t>(i)] = i;
   }
+  // Samples before first_sample were trained before a restart.
+  order.erase(order.begin(), order.begin() + first_sample_);
   const int64_t total = num_samples() * num_replicas_;
-  // Padding adds fewer than num_replicas <= dataset_size samples, so the
-  // permutation's first samples are enough.
-  for (int64_t i = 0; static_cast<int64_t>(order.size()) < total; ++i) {
-    order.push_back(order[static_cast<size_t>(i)]);
-  }
+  // Padding repeats the first samples dealt (fewer than num_replicas; when
+  // fewer remain, they are repeated round and round).
+  const size_t remaining = order.size();
+  for (size_t i = 0; static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[i % remaining]);
   order.resize(static_cast<size_t>(total));
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(num_samples()));
@@ -143,6 +159,7 @@ void DistributedSampler::save(::torch::serialize::OutputArchive& archive) const 
                 /*is_buffer=*/true);
   archive.write("dataset_size", ::torch::tensor(dataset_size_, ::torch::kInt64),
                 /*is_buffer=*/true);
+  archive.write("first_sample", ::torch::tensor(first_sample_, ::torch::kInt64), /*is_buffer=*/true);
 }
 
 void DistributedSampler::load(::torch::serialize::InputArchive& archive) {
@@ -158,7 +175,10 @@ void DistributedSampler::load(::torch::serialize::InputArchive& archive) {
         std::to_string(dataset_size.item<int64_t>()) + " samples; expected this sampler's " +
         std::to_string(dataset_size_)));
   }
-  epoch_ = epoch.item<int64_t>();
+  // Archives from before first_sample existed deal their epochs whole.
+  ::torch::Tensor first_sample;
+  const bool has_first = archive.try_read("first_sample", first_sample, /*is_buffer=*/true);
+  set_epoch(epoch.item<int64_t>(), has_first ? first_sample.item<int64_t>() : 0);
   reset();
   const int64_t saved_position = position.item<int64_t>();
   if (saved_position < 0 || saved_position > static_cast<int64_t>(dealt_.size())) {

@@ -2,10 +2,14 @@
 """Writes BENCHMARKS.md and its PNG plots from one results directory of
 scripts/bench_report.sh (run.json, pieces.jsonl and the JSON files they name).
   generate_report.py RESULTS_DIR [--docs-dir DIR] [--no-plots] [--results-label TEXT]
+  generate_report.py RESULTS_DIR --only SECTION [--docs-dir DIR]
 The markdown goes to DIR/BENCHMARKS.md (default docs/ of this repository), the
 plots to DIR/benchmarks/*.png (gnuplot; other PNGs there, from earlier runs,
 are removed), their data and scripts to RESULTS_DIR/plots/. --no-plots writes
 data and scripts but runs no gnuplot.
+--only SECTION (elastic): RESULTS_DIR is a run of bench_report.sh --only
+SECTION; only that section of DIR/BENCHMARKS.md is replaced (or inserted in
+its place among the others), the rest of the page is left as it was.
 Exits 1 with a message naming the file and what was expected when an input
 is missing or malformed; nothing is written then.
 """
@@ -74,14 +78,38 @@ def generate(results_dir, docs_dir, draw=True, results_label=None):
     return out
 
 
+def generate_only(results_dir, docs_dir, name):
+    """Replaces section `name` of docs_dir/BENCHMARKS.md with results_dir's."""
+    loaded = load_run(results_dir)
+    out = os.path.join(docs_dir, "BENCHMARKS.md")
+    try:
+        with open(out) as f:
+            page = f.read()
+    except OSError as e:
+        raise ReportError(f"{out}: cannot read it ({e.strerror}); --only replaces one section of an "
+                          "existing report (run scripts/bench_report.sh without --only first)") from None
+    text = report_markdown.splice(page, name, loaded["run"], loaded["pieces"])
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, out)
+    return out
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results_dir")
     p.add_argument("--docs-dir", default=os.path.join(ROOT, "docs"))
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--results-label", default=None, help="how the report names RESULTS_DIR (default: as given)")
+    p.add_argument("--only", choices=sorted(report_markdown.SECTION_HEADINGS),
+                   help="replace only this section of the existing BENCHMARKS.md")
     args = p.parse_args(argv)
     try:
+        if args.only:
+            out = generate_only(args.results_dir, args.docs_dir, args.only)
+            print(f"generate_report: replaced section '{args.only}' of {out}")
+            return 0
         out = generate(args.results_dir, args.docs_dir, draw=not args.no_plots, results_label=args.results_label)
     except ReportError as e:
         print(f"generate_report: error: {e}", file=sys.stderr)

@@ -179,14 +179,21 @@ def read_csv(path):
     return rows[0], rows[1:]
 
 
+def check_elastic_recovery(doc, where):
+    from report_elastic import check_elastic_recovery as check  # it imports this module
+    check(doc, where)
+
+
 PIECE_CHECKS = {"chorus_bench": check_chorus_bench, "gloo": check_gloo, "training": check_training,
                 "autotune": check_training, "chorus_bench_p2p": check_chorus_bench_p2p,
-                "pipeline": check_pipeline, "heartbeat": check_heartbeat}
+                "pipeline": check_pipeline, "heartbeat": check_heartbeat,
+                "elastic_recovery": check_elastic_recovery}
 PIECE_WHAT = {"chorus_bench": "chorus_bench --json output", "gloo": "gloo_allreduce_bench.py --json output",
               "training": "run_training_bench.sh --json output", "autotune": "run_training_bench.sh --json output",
               "chorus_bench_p2p": "chorus_bench --mode p2p --json output",
               "pipeline": "run_pipeline_bench.sh --json output",
-              "heartbeat": "scripts/bench_heartbeat.sh --json output"}
+              "heartbeat": "scripts/bench_heartbeat.sh --json output",
+              "elastic_recovery": "elastic_netns_test.sh's JSON timings"}
 
 
 def load_run(directory):
@@ -220,7 +227,10 @@ def load_run(directory):
         if kind not in PIECE_CHECKS:
             raise ReportError(f"{where}: unknown kind '{kind}' (expected one of {', '.join(PIECE_CHECKS)})")
         require(piece, "command", str, where)
-        if kind == "autotune" and not require(piece, "available", bool, where):
+        # Pieces that may be absent from a run say why ("available": false).
+        available = (require(piece, "available", bool, where) if kind == "autotune"
+                     else piece.get("available", True))
+        if not available:
             require(piece, "reason", str, where)
             pieces.append(piece)
             continue

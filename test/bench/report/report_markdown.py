@@ -7,6 +7,7 @@ import os
 import statistics
 
 import report_figures as fig
+from report_elastic import elastic_section
 from report_plots import SMALL_SERIES, size_label
 
 DASH = "–"
@@ -344,6 +345,18 @@ def heartbeat_section(run, pieces):
     return lines + provenance(run, [piece], [f"np={doc['np']} heartbeat off, 30 s and 3 s"])
 
 
+# The sections bench_report.sh --only can measure on their own, by name:
+# each renders from its own pieces, so it can replace its part of an
+# existing page (generate_report.py --only).
+SECTION_HEADINGS = {"elastic": "## (h)"}
+
+
+def section_lines(name, run, pieces):
+    if name == "elastic":
+        return elastic_section(run, pieces, num, duration, table, provenance)
+    raise KeyError(name)
+
+
 def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     def png_rel(name):
         return os.path.relpath(os.path.join(png_dir, name + ".png"), docs_dir)
@@ -357,4 +370,24 @@ def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     lines += p2p_section(run, pieces)
     lines += pipeline_section(run, pieces)
     lines += heartbeat_section(run, pieces)
+    lines += section_lines("elastic", run, pieces)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def splice(page, name, run, pieces):
+    """`page` (an existing BENCHMARKS.md) with section `name` replaced by this
+    run's, or inserted before the first section that sorts after it."""
+    heading = SECTION_HEADINGS[name]
+    section = "\n".join(section_lines(name, run, pieces)).rstrip().split("\n")
+    lines = page.rstrip("\n").split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    mine = [i for i in starts if lines[i].startswith(heading)]
+    if mine:
+        begin = mine[0]
+        end = next((i for i in starts if i > begin), len(lines))
+    else:
+        begin = end = next((i for i in starts if lines[i] > heading), len(lines))
+    if end < len(lines):
+        section.append("")
+    before = [""] if begin > 0 and lines[begin - 1].strip() else []
+    return "\n".join(lines[:begin] + before + section + lines[end:]).rstrip() + "\n"

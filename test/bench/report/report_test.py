@@ -3,8 +3,9 @@
 fixture run in fixtures/run/: the tables of BENCHMARKS.md and the plots' data
 files against figures computed here from the fixture's raw medians (and a few
 written out by hand), the provenance lines, section (d) with and without
-autotuning, and clear errors for missing or corrupt input. No benchmark runs
-and no gnuplot (--no-plots: data and scripts only).
+autotuning, and clear errors for missing or corrupt input (section (h) and
+--only: report_elastic_test.py). No benchmark runs and no gnuplot
+(--no-plots: data and scripts only).
 """
 import json
 import os
@@ -230,7 +231,7 @@ class Provenance(GeneratorRun):
         machine = "Machine: `fixturehost`, 2 cores (Fixture CPU 9000), 8.0 GiB memory, Linux 6.1.0."
         pieces = [json.loads(line) for line in read(os.path.join(FIXTURE, "pieces.jsonl")).splitlines()]
         sections = text.split("\n## ")[1:]
-        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)"])
+        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)", "(h)"])
         for section in sections:
             self.assertIn(machine, section)
             self.assertIn("`scripts/bench_report.sh --quick` started 2026-12-01 10:00:00 UTC", section)
@@ -238,7 +239,8 @@ class Provenance(GeneratorRun):
             if p["kind"] == "autotune":
                 continue
             where = {"chorus_bench": sections[0], "gloo": sections[1], "training": sections[2],
-                     "chorus_bench_p2p": sections[4], "pipeline": sections[5], "heartbeat": sections[6]}[p["kind"]]
+                     "chorus_bench_p2p": sections[4], "pipeline": sections[5], "heartbeat": sections[6],
+                     "elastic_recovery": sections[7]}[p["kind"]]
             self.assertIn(f"{p['started']}, load average {p['load_average']}", where)
             self.assertIn(f"`{p['command']}`", where)
         self.assertIn("busbw** = bytes / time x 2(n-1)/n", text)

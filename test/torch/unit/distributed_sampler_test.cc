@@ -267,4 +267,87 @@ TEST(DistributedSamplerTest, DrivesLibTorchsDataLoader) {
   EXPECT_EQ(seen, reference.indices());
 }
 
+// Elastic resume: R ranks train k samples each of epoch e, then the job is
+// restarted on R' ranks at the global position those k samples reached.
+// Across the two parts every sample of the epoch is trained exactly once,
+// except the at most R' - 1 the sampler drops at the end of the epoch (pad:
+// repeats), for every R, R', k tried.
+TEST(DistributedSamplerResume, NeitherDropsNorRepeatsBeyondTheEndOfEpochRule) {
+  const int64_t n = 103;
+  for (const bool pad : {false, true}) {
+    const DistributedSampler::Options o{true, pad, 7};
+    for (int before = 1; before <= 4; ++before) {
+      for (int after = 1; after <= 4; ++after) {
+        for (const int64_t trained : {int64_t{0}, int64_t{1}, int64_t{9}, n / before}) {
+          std::multiset<int64_t> seen;
+          int64_t position = 0;
+          for (int r = 0; r < before; ++r) {
+            DistributedSampler first(n, o, before, r);
+            first.set_epoch(3);
+            const std::vector<int64_t> shard = first.indices();
+            const int64_t k = std::min<int64_t>(trained, static_cast<int64_t>(shard.size()));
+            seen.insert(shard.begin(), shard.begin() + k);
+            position = first.global_position(k);
+          }
+          int64_t dealt_after = 0;
+          for (int r = 0; r < after; ++r) {
+            DistributedSampler second(n, o, after, r);
+            second.set_epoch(3, position);
+            const std::vector<int64_t> shard = second.indices();
+            EXPECT_EQ(static_cast<int64_t>(shard.size()), second.num_samples());
+            seen.insert(shard.begin(), shard.end());
+            dealt_after += static_cast<int64_t>(shard.size());
+          }
+          const std::string where = "pad " + std::to_string(pad) + ", " + std::to_string(before) + " -> " +
+                                    std::to_string(after) + " ranks after " + std::to_string(trained);
+          std::set<int64_t> distinct(seen.begin(), seen.end());
+          const int64_t missing = n - static_cast<int64_t>(distinct.size());
+          const int64_t repeated = static_cast<int64_t>(seen.size() - distinct.size());
+          if (pad) {
+            EXPECT_EQ(missing, 0) << where;
+            EXPECT_LT(repeated, after) << where;
+          } else {
+            EXPECT_EQ(repeated, 0) << where;
+            EXPECT_LT(missing, after) << where;
+          }
+          EXPECT_EQ(dealt_after % after, 0) << where;  // equal shares: equal steps
+        }
+      }
+    }
+  }
+}
+
+TEST(DistributedSamplerResume, ResumesFromThePermutationPositionAndSavesIt) {
+  DistributedSampler whole(10, {true, false, 1}, 1, 0);
+  whole.set_epoch(2);
+  const std::vector<int64_t> order = whole.indices();
+  DistributedSampler rest(10, {true, false, 1}, 2, 1);
+  rest.set_epoch(2, 4);
+  EXPECT_EQ(rest.indices(), (std::vector<int64_t>{order[5], order[7], order[9]}));
+  EXPECT_EQ(rest.global_position(2), 8);
+  EXPECT_EQ(rest.global_position(9), 10);  // at most the dataset
+
+  std::stringstream bytes;
+  {
+    torch::serialize::OutputArchive archive;
+    rest.save(archive);
+    archive.save_to(bytes);
+  }
+  DistributedSampler loaded(10, {true, false, 1}, 2, 1);
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes);
+  loaded.load(archive);
+  EXPECT_EQ(loaded.first_sample(), 4);
+  EXPECT_EQ(loaded.indices(), rest.indices());
+
+  rest.set_epoch(3);  // a new epoch starts from its beginning
+  EXPECT_EQ(rest.first_sample(), 0);
+  try {
+    rest.set_epoch(3, 11);
+    ADD_FAILURE() << "no error for a first sample past the dataset";
+  } catch (const chorus::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("first_sample 11 is outside the dataset; expected 0 to 10"));
+  }
+}
+
 }  // namespace

@@ -9,6 +9,7 @@
 #include "chorus/torch/distributed_optimizer.h"
 #include "chorus/torch/distributed_sampler.h"
 #include "chorus/torch/early_stopping.h"
+#include "chorus/torch/elastic_state.h"
 #include "chorus/torch/grad_scaler.h"
 #include "chorus/torch/learning_rate.h"
 #include "chorus/torch/metric_mode.h"
