@@ -2,8 +2,8 @@
 //
 //   scripts/prepare_mnist.sh
 //   mpirun -np 2 build/examples/train_mnist/train_mnist --data-dir data/mnist
-//   chorusrun --elastic --min-np 2 --host-discovery-script ./hosts.sh \
-//     build/examples/train_mnist/train_mnist --elastic --commit-every 20
+//   chorusrun --elastic --min-np 2 --host-discovery-script ./hosts.sh
+//     build/examples/train_mnist/train_mnist --elastic --commit-every 20   (one command)
 //
 // The reference model is a 784-128-10 MLP trained with Adam (lr 1e-3 x the
 // number of ranks), batch 64 per rank, 5 epochs; --help lists the options.

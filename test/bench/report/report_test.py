@@ -396,7 +396,7 @@ class BadInput(GeneratorRun):
     def test_corrupt_pieces_line(self):
         with open(os.path.join(self.run_dir, "pieces.jsonl"), "a") as f:
             f.write("{not json\n")
-        self.assertFails("pieces.jsonl: line 12 is not valid JSON")
+        self.assertFails("pieces.jsonl: line 13 is not valid JSON")
 
     def test_not_a_directory(self):
         self.run_dir = os.path.join(self.tmp, "nowhere")
