@@ -90,6 +90,9 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
       ("resume", "continue from the newest checkpoint in <checkpoint-dir>")
       ("early-stopping-patience", po::value<std::string>()->default_value("0"),
        "stop after this many epochs without a lower test loss (0: never)")
+      ("warmup-epochs", po::value<std::string>()->default_value("0"),
+       "raise the learning rate linearly from lr to lr x number of ranks over these epochs "
+       "(fractions allowed, 0-1000; 0: lr x ranks from the start)")
       ("clip-grad-norm", po::value<std::string>()->default_value("0"),
        "clip the averaged gradients to this global L2 norm (0: no clipping)")
       ("accumulate", po::value<std::string>()->default_value("1"),
@@ -179,6 +182,7 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
   options.early_stopping_patience =
       parse_integer_option("early-stopping-patience", text("early-stopping-patience"), 0, 100000);
   options.clip_grad_norm = parse_number_option("clip-grad-norm", text("clip-grad-norm"), true, 1e9);
+  options.warmup_epochs = parse_number_option("warmup-epochs", text("warmup-epochs"), true, 1000);
   options.accumulate = parse_integer_option("accumulate", text("accumulate"), 1, 1024);
   const std::string compression = text("compression");
   if (compression != "none" && compression != "fp16" && compression != "bf16") {

@@ -17,6 +17,9 @@ struct TrainOptions {
   int64_t epochs = 5;
   int64_t batch_size = 64;  // per rank
   double lr = 1e-3;         // single-process learning rate; the run uses lr x size()
+  // Epochs over which the learning rate rises linearly from lr to lr x
+  // size() (chorus::torch::LearningRateWarmup); 0: lr x size() from the start.
+  double warmup_epochs = 0;
   uint64_t seed = 42;
   std::string data_dir = "data/mnist";
   ModelKind model = ModelKind::kMlp;

@@ -190,8 +190,20 @@ void Trainer::zero_grad() {
   }
 }
 
+void Trainer::start_warmup(int64_t epoch, int64_t sample) {
+  if (options_.warmup_epochs <= 0) return;
+  // Optimizer steps per epoch on this run's ranks; a resumed position
+  // (a sample of the epoch's permutation) maps to the step it reached.
+  const int64_t per_step = options_.batch_size * options_.accumulate;
+  const int64_t steps = (sampler_.num_samples() + per_step - 1) / per_step;
+  warmup_ = std::make_unique<ct::LearningRateWarmup>(*adam_, options_.lr, options_.warmup_epochs, steps,
+                                                     layout_.data_parallel_size);
+  warmup_->set_position(epoch, std::min(steps - 1, sample / layout_.data_parallel_size / per_step));
+}
+
 void Trainer::optimizer_step() {
   ++optimizer_steps_;
+  if (warmup_) warmup_->step();
   if (optimizer_ && scaler_.is_enabled()) {
     // unscale_ waits for the averaged gradients; a non-finite one on any
     // rank is non-finite in the average on every rank, so all skip alike.
@@ -348,6 +360,7 @@ RunSummary Trainer::run() {
   summary.data_parallel_size = layout_.data_parallel_size;
   double train_seconds = 0;
   int64_t train_samples = 0;
+  start_warmup(stopping_.updates(), resume_sample_);
   while (stopping_.updates() < options_.epochs && !stopping_.should_stop()) {
     const auto epoch_start = Clock::now();
     const int64_t epoch = stopping_.updates();  // epochs completed

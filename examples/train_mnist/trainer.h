@@ -87,6 +87,8 @@ class Trainer {
   bool restore_elastic();
   // --elastic: commits the state at `sample` of epoch `epoch`'s permutation.
   void commit(int64_t epoch, int64_t sample);
+  // --warmup-epochs: the schedule, placed at `sample` of epoch `epoch`.
+  void start_warmup(int64_t epoch, int64_t sample);
   void optimizer_step();
   void zero_grad();
   // One batch's forward and backward; returns its mean loss where it is
@@ -124,6 +126,7 @@ class Trainer {
   chorus::torch::GradScaler scaler_;
   int64_t optimizer_steps_ = 0;  // this run
   std::unique_ptr<chorus::torch::ElasticState> elastic_;  // only with --elastic
+  std::unique_ptr<chorus::torch::LearningRateWarmup> warmup_;  // only with --warmup-epochs
   int64_t resume_sample_ = 0;  // where the first epoch of this run starts
   int64_t steps_since_commit_ = 0;
 };

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 #include <sstream>
@@ -117,6 +118,7 @@ struct ResumeCase {
   double clip;
   chorus::torch::Compression compression;
   chorus::torch::AmpMode amp = chorus::torch::AmpMode::kOff;
+  double warmup_epochs = 0;
 };
 
 class ResumeEqualsUninterrupted : public TrainMnistParallel,
@@ -131,6 +133,7 @@ TEST_P(ResumeEqualsUninterrupted, BitForBit) {
     o.clip_grad_norm = c.clip;
     o.compression = c.compression;
     o.amp = c.amp;
+    o.warmup_epochs = c.warmup_epochs;
     return o;
   };
   std::vector<torch::Tensor> uninterrupted, after_one, resumed;
@@ -167,9 +170,13 @@ INSTANTIATE_TEST_SUITE_P(
                       ResumeCase{ModelKind::kCnn, 2, 0.5, chorus::torch::Compression::kFP16},
                       // The gradient scaler's state comes back from the checkpoint.
                       ResumeCase{ModelKind::kMlp, 1, 0.0, chorus::torch::Compression::kNone,
-                                 chorus::torch::AmpMode::kBF16}),
+                                 chorus::torch::AmpMode::kBF16},
+                      // The warm-up resumes where epoch 1 left it (it spans 2.5 epochs).
+                      ResumeCase{ModelKind::kMlp, 1, 0.0, chorus::torch::Compression::kNone,
+                                 chorus::torch::AmpMode::kOff, 2.5}),
     [](const auto& param_info) {
       if (param_info.param.amp != chorus::torch::AmpMode::kOff) return "MlpAmpBf16";
+      if (param_info.param.warmup_epochs > 0) return "MlpWarmup";
       return param_info.param.model == ModelKind::kMlp ? "MlpPlain" : "CnnAccumulateClipFp16";
     });
 
@@ -189,6 +196,26 @@ TEST_F(TrainMnistParallel, LearnsTheGeneratedDataAndKeepsLatestAndBestCheckpoint
   const auto best = train_mnist::load_checkpoint(train_mnist::best_checkpoint_path(root_ + "/l"), *model, adam);
   EXPECT_EQ(best.epochs_completed, summary.best_epoch);
   EXPECT_EQ(best.last_test_loss, summary.best_test_loss);
+}
+
+TEST_F(TrainMnistParallel, WarmupRaisesTheLearningRateToLrTimesRanks) {
+  // Goyal et al.'s rule written out: after the last step of epoch 1 of a
+  // 2-epoch warm-up, (steps - 1) / steps of an epoch has passed.
+  TrainOptions o = options(1, "");
+  o.warmup_epochs = 2;
+  std::ostringstream out;
+  train_mnist::Trainer trainer(o, out, /*live_progress=*/false);
+  trainer.run();
+  const int n = chorus_test::world_size();
+  const double steps = std::ceil((256.0 / n) / 16.0);  // 256 samples, batch 16, no padding
+  const double passed = (steps - 1) / steps;
+  const double expected = o.lr * (1 + (n - 1) * passed / 2);
+  EXPECT_DOUBLE_EQ(chorus::torch::get_learning_rate(trainer.optimizer()), expected);
+  // Past the warm-up: lr x ranks.
+  o.warmup_epochs = 0.5;
+  train_mnist::Trainer past(o, out, false);
+  past.run();
+  EXPECT_DOUBLE_EQ(chorus::torch::get_learning_rate(past.optimizer()), o.lr * n);
 }
 
 TEST_F(TrainMnistParallel, EarlyStoppingStopsEveryRankAtTheSameEpoch) {

@@ -114,7 +114,7 @@ TEST(TrainOptions, HelpListsTheOptions) {
   EXPECT_FALSE(parsed.options.has_value());
   for (const char* flag : {"--epochs", "--batch-size", "--lr", "--seed", "--data-dir", "--model",
                            "--checkpoint-dir", "--resume", "--early-stopping-patience",
-                           "--clip-grad-norm", "--accumulate", "--compression", "--threads",
+                           "--clip-grad-norm", "--accumulate", "--compression", "--threads", "--warmup-epochs",
                            "--amp", "--summary-json", "--progress"}) {
     EXPECT_THAT(parsed.help, HasSubstr(flag));
   }
@@ -140,6 +140,8 @@ TEST(TrainOptions, BadValuesNameTheFlagAndTheAcceptedValues) {
   EXPECT_EQ(parse_error({"--threads", "0"}), "--threads=0 is invalid: expected an integer from 1 to 1024");
   EXPECT_EQ(parse_error({"--clip-grad-norm", "-1"}),
             "--clip-grad-norm=-1 is invalid: expected a number from 0 to 1e+09");
+  EXPECT_EQ(parse_error({"--warmup-epochs", "-1"}),
+            "--warmup-epochs=-1 is invalid: expected a number from 0 to 1000");
   EXPECT_EQ(parse_error({"--early-stopping-patience", "two"}),
             "--early-stopping-patience=two is invalid: expected an integer from 0 to 100000");
   EXPECT_EQ(parse_error({"--data-dir", ""}), "--data-dir= is invalid: expected a folder with the MNIST IDX files");
