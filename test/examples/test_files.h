@@ -13,6 +13,8 @@
 
 #include "chorus/status.h"
 
+#include "chorus_error_of.h"
+
 namespace train_mnist_test {
 
 // A fresh folder under $TMPDIR, removed with everything in it on destruction.
@@ -49,13 +51,6 @@ inline std::string read_bytes(const std::string& path) {
 
 // The message of the chorus::Error that `call` throws, or a marker when it
 // throws nothing (so a missing error fails the test's message check).
-inline std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const chorus::Error& e) {
-    return e.what();
-  }
-  return "<no chorus::Error thrown>";
-}
+using chorus_test::error_of;
 
 }  // namespace train_mnist_test

@@ -20,6 +20,7 @@
 #include "test_files.h"
 #include "chorus/torch/model_split.h"
 #include "trainer.h"
+#include "file_size_limit.h"
 
 namespace train_mnist_test {
 namespace {
@@ -272,30 +273,6 @@ TEST_F(TrainMnistParallel, UnusableCheckpointFolderFailsEveryRank) {
                     HasSubstr("expected a writable folder")));
 }
 
-// Limits the size of files this process writes (rank 0 only) and ignores
-// SIGXFSZ, so writing a checkpoint fails with EFBIG as on a full disk.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(bool active) : active_(active) {
-    if (!active_) return;
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    previous_ = signal(SIGXFSZ, SIG_IGN);
-    rlimit limit = saved_;
-    limit.rlim_cur = 64 * 1024;
-    setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  ~FileSizeLimit() {
-    if (!active_) return;
-    setrlimit(RLIMIT_FSIZE, &saved_);
-    signal(SIGXFSZ, previous_);
-  }
-
- private:
-  bool active_;
-  rlimit saved_{};
-  sighandler_t previous_ = SIG_DFL;
-};
-
 TEST_F(TrainMnistParallel, FailedCheckpointWriteFailsEveryRankAndKeepsTheLastGoodOne) {
   std::vector<torch::Tensor> after_one;
   train(options(1, "w"), &after_one);
@@ -303,7 +280,7 @@ TEST_F(TrainMnistParallel, FailedCheckpointWriteFailsEveryRankAndKeepsTheLastGoo
   o.resume = true;
   std::string error;
   {
-    FileSizeLimit limit(chorus_test::world_rank() == 0);
+    chorus_test::FileSizeLimit limit(64 * 1024, chorus_test::world_rank() == 0);
     error = training_error(o);
   }
   EXPECT_THAT(error, AllOf(HasSubstr("Cannot write checkpoint '" + root_ + "/w/checkpoint-2.ckpt'"),

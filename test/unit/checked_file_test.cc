@@ -20,22 +20,17 @@
 #include "chorus/atomic_file.h"
 #include "chorus/checked_file.h"
 #include "chorus/status.h"
+#include "chorus_error_of.h"
+#include "file_size_limit.h"
 
 namespace {
+
+using chorus_test::error_of;
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 const chorus::CheckedFileFormat kFormat{"TEST-FORMAT 7", "test file"};
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const chorus::Error& e) {
-    return e.what();
-  }
-  return "<no chorus::Error thrown>";
-}
 
 class TempDir {
  public:
@@ -127,26 +122,6 @@ TEST(AtomicWrite, ReplacesTheFileAndLeavesNoTemporary) {
   EXPECT_EQ(dir.entries(), 1u);
 }
 
-// Restores the file-size limit and SIGXFSZ's disposition on destruction.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    previous_handler_ = signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG
-    rlimit limit = saved_;
-    limit.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  ~FileSizeLimit() {
-    setrlimit(RLIMIT_FSIZE, &saved_);
-    signal(SIGXFSZ, previous_handler_);
-  }
-
- private:
-  rlimit saved_{};
-  sighandler_t previous_handler_;
-};
-
 TEST(AtomicWrite, FailedWriteLeavesThePreviousFileIntact) {
   TempDir dir;
   const std::string path = dir.file("last.ckpt");
@@ -156,7 +131,7 @@ TEST(AtomicWrite, FailedWriteLeavesThePreviousFileIntact) {
   {
     // A real write failure: the kernel refuses to grow the temporary file
     // past 4 KiB (EFBIG), as a full disk would (ENOSPC).
-    FileSizeLimit limit(4096);
+    chorus_test::FileSizeLimit limit(4096);
     error = error_of([&] { chorus::write_file_atomically(path, std::string(100000, 'n'), "checkpoint"); });
   }
   EXPECT_THAT(error, AllOf(HasSubstr("Cannot write checkpoint '" + path + "'"), HasSubstr("File too large"),

@@ -25,6 +25,8 @@
 #include "chorus/torch/early_stopping.h"
 #include "chorus/torch/state_broadcast.h"
 #include "support/harness.h"
+#include "chorus_error_of.h"
+#include "file_size_limit.h"
 
 namespace chorus_test {
 namespace {
@@ -33,15 +35,6 @@ namespace ct = chorus::torch;
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const chorus::Error& e) {
-    return e.what();
-  }
-  return "<no chorus::Error thrown>";
-}
 
 // Linear -> BatchNorm (buffers) -> Linear, trained with Adam on data that
 // depends only on the step (and, for rank_data, the rank).
@@ -89,30 +82,6 @@ bool same_state(const torch::nn::Module& a, const torch::nn::Module& b) {
   }
   return ta.size() == tb.size() && ba.size() == bb.size();
 }
-
-// Restores the file-size limit and SIGXFSZ's disposition on destruction
-// (active on one rank: a write there fails with EFBIG, as on a full disk).
-class FileSizeLimit {
- public:
-  FileSizeLimit(bool active, rlim_t bytes) : active_(active) {
-    if (!active_) return;
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    previous_ = signal(SIGXFSZ, SIG_IGN);
-    rlimit limit = saved_;
-    limit.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  ~FileSizeLimit() {
-    if (!active_) return;
-    setrlimit(RLIMIT_FSIZE, &saved_);
-    signal(SIGXFSZ, previous_);
-  }
-
- private:
-  bool active_;
-  rlimit saved_{};
-  sighandler_t previous_ = SIG_DFL;
-};
 
 class CheckpointParallel : public ChorusSuite {
  protected:
@@ -241,7 +210,7 @@ TEST_F(CheckpointParallel, FailedWriteOnTheWriterFailsEveryRankAndKeepsThePrevio
   Trainee before(6);
   std::string error;
   {
-    FileSizeLimit limit(rank() == 0, 512);
+    FileSizeLimit limit(512, rank() == 0);
     run.step(0);
     error = error_of([&] { manager.save(run.contents(), 2, 0.5); });
   }

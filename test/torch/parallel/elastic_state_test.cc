@@ -24,6 +24,7 @@
 #include "chorus/checked_file.h"
 #include "chorus/torch/elastic_state.h"
 #include "support/harness.h"
+#include "chorus_error_of.h"
 
 namespace chorus_test {
 namespace {
@@ -33,15 +34,6 @@ namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const chorus::Error& e) {
-    return e.what();
-  }
-  return "<no chorus::Error thrown>";
-}
 
 // Linear -> BatchNorm (buffers) -> Linear with Adam, trained on batches that
 // depend only on the step: every rank holds the same state after the same

@@ -17,21 +17,15 @@
 
 #include "chorus/torch/checkpoint.h"
 #include "chorus/torch/metric_mode.h"
+#include "chorus_error_of.h"
 
 namespace {
+
+using chorus_test::error_of;
 
 namespace ct = chorus::torch;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const chorus::Error& e) {
-    return e.what();
-  }
-  return "<no chorus::Error thrown>";
-}
 
 // Linear -> BatchNorm (running statistics are buffers) -> Linear.
 torch::nn::Sequential make_model(uint64_t seed, int64_t hidden = 6) {

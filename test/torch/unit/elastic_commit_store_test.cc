@@ -17,8 +17,11 @@
 #include "chorus/checked_file.h"
 #include "chorus/status.h"
 #include "elastic_commit_store.h"
+#include "chorus_error_of.h"
 
 namespace {
+
+using chorus_test::error_of;
 
 namespace fs = std::filesystem;
 using chorus::torch::elastic::CommitStore;
@@ -41,15 +44,6 @@ class CommitStoreTest : public ::testing::Test {
 };
 
 void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const chorus::Error& e) {
-    return e.what();
-  }
-  return "<no chorus::Error thrown>";
-}
 
 TEST_F(CommitStoreTest, WritesReadsAndKeepsTheNewest) {
   CommitStore store(root_ + "/job/host", kFormat);
