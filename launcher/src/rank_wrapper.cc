@@ -58,12 +58,17 @@ class RankWrapper {
                   "); if this host cannot reach that address, give chorusrun --report-address");
     }
     if (!start_program()) return report_and_exit(false, 127);
-    write_all(socket_, format_hello(token_, rank_, static_cast<long>(pid_), this_host_name()));
+    write_all(socket_, format_hello(token_, rank_, static_cast<long>(pid_), host_name()));
     while (!done()) step();
     return report_and_exit(WIFSIGNALED(status_), WIFSIGNALED(status_) ? WTERMSIG(status_) : WEXITSTATUS(status_));
   }
 
  private:
+  // The host named in the hello: chorusrun --elastic under srun leaves a
+  // failed rank's host out by this name (srun --exclude), so under Slurm it
+  // is the node name.
+  static std::string host_name() { return elastic_host_name(this_host_name(), std::getenv("SLURMD_NODENAME")); }
+
   int fail(const std::string& why) {
     std::cerr << "chorusrun: rank " << rank_ << ": " << why << std::endl;
     return kWrapperFailure;
@@ -107,7 +112,7 @@ class RankWrapper {
       pipes_.push_back({err[0], STDERR_FILENO, LinePrefixer(prefix)});
     }
     if (pid_ < 0) {
-      write_all(socket_, format_hello(token_, rank_, 0, this_host_name()));
+      write_all(socket_, format_hello(token_, rank_, 0, host_name()));
       fail("cannot run '" + program_.front() + "': " + error);
       return false;
     }

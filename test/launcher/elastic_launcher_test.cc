@@ -253,6 +253,14 @@ TEST(JudgeAttempt, AStopIsAStop) {
   EXPECT_EQ(judge_attempt(r, kHosts).end, AttemptEnd::kStopped);
 }
 
+// Failed hosts are left out with srun --exclude, which takes Slurm node
+// names; several nodes may share one host name (the suite's virtual nodes).
+TEST(ElasticHostName, IsTheSlurmNodeUnderSlurmElseTheHostName) {
+  EXPECT_EQ(elastic_host_name("box", "n2"), "n2");
+  EXPECT_EQ(elastic_host_name("box", ""), "box");
+  EXPECT_EQ(elastic_host_name("box", nullptr), "box");
+}
+
 TEST(ReportProtocol, HostsChangedLine) {
   EXPECT_EQ(format_hosts_changed("abc"), "hosts-changed abc\n");
   EXPECT_TRUE(is_hosts_changed("hosts-changed abc", "abc"));
