@@ -71,6 +71,7 @@ class ElasticJob {
       if (srun_) {
         const std::set<std::string> out = blacklist_.excluded(now);
         plan.excluded_nodes.assign(out.begin(), out.end());
+        plan.srun_nodes = static_cast<int>(placement.hosts.size());
       }
       std::cerr << kPrefix << "attempt " << attempt << ": " << placement.np << " rank(s) on "
                 << (srun_ ? "the Slurm allocation" : format_host_list(placement.hosts))

@@ -60,8 +60,13 @@ AttemptVerdict judge_attempt(const JobRecord& record, const std::vector<std::str
   std::set<int> exited;
   bool restart_asked = false, own_error = false;
   std::set<int> suspects = record.lost;  // connection closed without an exit report
+  std::set<int> orphaned;                // their host's launcher daemon died
   for (const RankExit& exit : record.exits) {
     exited.insert(exit.rank);
+    if (exit.orphaned) {
+      orphaned.insert(exit.rank);
+      continue;
+    }
     if (exit.stopped) continue;  // a consequence of another rank's end
     if (exit.signaled) {
       suspects.insert(exit.rank);  // killed from outside (OOM, kill -9, a crash)
@@ -81,6 +86,13 @@ AttemptVerdict judge_attempt(const JobRecord& record, const std::vector<std::str
       if (!record.started.count(rank)) suspects.insert(rank);
     }
   }
+  // A host whose slurmstepd (or orted) died is the one lost. The others'
+  // wrappers may then vanish too without a report, killed with SIGKILL by the
+  // launcher ending the step (seen under srun after the survivors' heartbeat
+  // abort), so they are not blamed: if one was lost as well, the next attempt
+  // fails again and names it, which costs a restart; leaving out a healthy
+  // host would cost its slots for the rest of the job.
+  if (!orphaned.empty()) suspects = orphaned;
   if (!suspects.empty()) {
     verdict.end = AttemptEnd::kHostFailure;
     for (int rank : suspects) {

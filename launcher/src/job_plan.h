@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,10 @@ struct JobPlan {
   std::vector<std::string> notices;  // said once on stderr before the run
   // srun only: allocation nodes to leave out (--elastic, after they failed).
   std::vector<std::string> excluded_nodes;
+  // srun only: how many nodes the step spans (--elastic). Inside an
+  // allocation srun otherwise takes the allocation's node count
+  // (SLURM_NNODES) and refuses a step that excludes one of them.
+  std::optional<int> srun_nodes;
   LaunchOptions options;
 };
 

@@ -45,9 +45,9 @@ class RankWrapper {
         program_(std::move(program)) {}
 
   int run() {
-    const pid_t parent = getppid();
+    parent_ = getppid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) return kWrapperFailure;  // mpirun is already gone
+    if (getppid() != parent_) return kWrapperFailure;  // mpirun is already gone
     signal_fd_ = open_supervisor_signalfd();
     std::string host, error;
     int port = 0;
@@ -58,12 +58,17 @@ class RankWrapper {
                   "); if this host cannot reach that address, give chorusrun --report-address");
     }
     if (!start_program()) return report_and_exit(false, 127);
-    write_all(socket_, format_hello(token_, rank_, static_cast<long>(pid_), this_host_name()));
+    write_all(socket_, format_hello(token_, rank_, static_cast<long>(pid_), host_name()));
     while (!done()) step();
     return report_and_exit(WIFSIGNALED(status_), WIFSIGNALED(status_) ? WTERMSIG(status_) : WEXITSTATUS(status_));
   }
 
  private:
+  // The host named in the hello: chorusrun --elastic under srun leaves a
+  // failed rank's host out by this name (srun --exclude), so under Slurm it
+  // is the node name.
+  static std::string host_name() { return elastic_host_name(this_host_name(), std::getenv("SLURMD_NODENAME")); }
+
   int fail(const std::string& why) {
     std::cerr << "chorusrun: rank " << rank_ << ": " << why << std::endl;
     return kWrapperFailure;
@@ -107,7 +112,7 @@ class RankWrapper {
       pipes_.push_back({err[0], STDERR_FILENO, LinePrefixer(prefix)});
     }
     if (pid_ < 0) {
-      write_all(socket_, format_hello(token_, rank_, 0, this_host_name()));
+      write_all(socket_, format_hello(token_, rank_, 0, host_name()));
       fail("cannot run '" + program_.front() + "': " + error);
       return false;
     }
@@ -129,7 +134,12 @@ class RankWrapper {
       if (p.revents == 0) continue;
       if (p.fd == signal_fd_) {
         while (const int s = read_signal(signal_fd_)) {
-          if (s != SIGCHLD) stop();
+          if (s == SIGCHLD) continue;
+          // The parent-death signal: this host's slurmstepd or orted died
+          // (its node is being lost), which chorusrun --elastic must tell
+          // apart from being told to stop.
+          if (getppid() != parent_ && !stopped_ && !reaped_) orphaned_ = true;
+          stop();
         }
       } else if (p.fd == socket_) {
         char buffer[256];
@@ -216,7 +226,8 @@ class RankWrapper {
     exit.signaled = signaled;
     exit.value = value;
     exit.seconds = (reaped_ ? ended_ : monotonic_seconds()) - started_;
-    exit.stopped = stopped_;
+    exit.stopped = stopped_ && !orphaned_;
+    exit.orphaned = orphaned_;
     write_all(socket_, format_exit(token_, exit));
     close(socket_);
     if (!notice_path_.empty()) unlink(notice_path_.c_str());
@@ -234,6 +245,8 @@ class RankWrapper {
   int status_ = 0;
   bool reaped_ = false;
   bool stopped_ = false;
+  bool orphaned_ = false;  // stopped because the parent (launcher daemon) died
+  pid_t parent_ = 0;
   double started_ = 0.0, ended_ = 0.0;
   double kill_deadline_ = -1.0;
   double drain_deadline_ = -1.0;

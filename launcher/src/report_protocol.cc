@@ -13,7 +13,7 @@ std::string format_hello(const std::string& token, int rank, long pid, const std
 std::string format_exit(const std::string& token, const RankExit& exit) {
   std::ostringstream out;
   out << "exit " << token << " " << exit.rank << (exit.signaled ? " signal " : " code ") << exit.value << " "
-      << std::fixed << std::setprecision(3) << exit.seconds << " " << (exit.stopped ? 1 : 0) << "\n";
+      << std::fixed << std::setprecision(3) << exit.seconds << " " << (exit.orphaned ? 2 : exit.stopped ? 1 : 0) << "\n";
   return out.str();
 }
 
@@ -38,7 +38,9 @@ std::optional<ReportMessage> parse_report(const std::string& line) {
     if (!(in >> how >> message.exit.value >> message.exit.seconds >> stopped)) return std::nullopt;
     if (how != "code" && how != "signal") return std::nullopt;
     message.exit.signaled = how == "signal";
-    message.exit.stopped = stopped != 0;
+    if (stopped < 0 || stopped > 2) return std::nullopt;
+    message.exit.stopped = stopped == 1;
+    message.exit.orphaned = stopped == 2;
     message.exit.rank = message.rank;
   } else {
     return std::nullopt;

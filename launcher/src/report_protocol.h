@@ -5,7 +5,9 @@
 //   exit <token> <rank> signal <n> <seconds> <stopped>
 //                                              the program ended; <stopped> is 1 when the
 //                                              wrapper had been told to stop it (so the
-//                                              failure is a consequence, not a cause)
+//                                              failure is a consequence, not a cause), 2
+//                                              when it stopped it because its own parent
+//                                              (the host's slurmstepd or orted) died
 //   init <token> <rank>                        the program reached chorus::init()
 //                                              (sent by core/base/launcher_rendezvous.cc)
 // and the one line chorusrun sends back, on the wrappers' connections:
@@ -26,6 +28,10 @@ struct RankExit {
   int value = 0;
   double seconds = 0.0;   // how long the program ran
   bool stopped = false;   // the wrapper was told to stop it first
+  // The wrapper's parent, this host's launcher daemon (slurmstepd, orted),
+  // died first: the wrapper stopped the program because its host was lost
+  // to the launcher (a cause, unlike `stopped`).
+  bool orphaned = false;
   std::string host;       // filled in by the launcher from the hello
   bool ok() const { return !signaled && value == 0; }
 };

@@ -10,6 +10,7 @@ Command build_srun_command(const JobPlan& plan, const WrapperInvocation& wrapper
   // --kill-on-bad-exit: one failed rank ends the step at once instead of
   // leaving the others waiting in a collective.
   argv.insert(argv.end(), {"srun", "--mpi=pmix", "--ntasks=" + std::to_string(plan.np), "--kill-on-bad-exit=1"});
+  if (plan.srun_nodes) argv.push_back("--nodes=" + std::to_string(*plan.srun_nodes));
   if (!plan.excluded_nodes.empty()) {
     std::string nodes;
     for (const std::string& node : plan.excluded_nodes) nodes += (nodes.empty() ? "" : ",") + node;

@@ -225,6 +225,30 @@ TEST(JudgeAttempt, AHostWhoseRanksVanishedFailed) {
   EXPECT_EQ(v.failed_hosts, std::set<std::string>{"h3"});
 }
 
+// A whole Slurm node lost (its slurmd and slurmstepd killed): its wrappers
+// see their parent die and report it; the survivors' heartbeat aborts the
+// step and srun SIGKILLs their wrappers, which then vanish without a report
+// too. Only the orphans' host is blamed (seen on the suite's cluster, where
+// blaming both left no node to restart on).
+TEST(JudgeAttempt, AHostWhoseLauncherDaemonDiedIsBlamedNotTheRanksTheAbortKilled) {
+  RankExit orphan = exit_of(2, 15, true);
+  orphan.orphaned = true;
+  RankExit other = exit_of(3, 143);
+  other.orphaned = true;
+  JobRecord r = record_of(4, {orphan, other});
+  r.lost = {0, 1};
+  r.launcher_status = 70;
+  const Strings hosts{"n1", "n1", "n2", "n2"};
+  AttemptVerdict v = judge_attempt(r, hosts);
+  EXPECT_EQ(v.end, AttemptEnd::kHostFailure);
+  EXPECT_EQ(v.failed_hosts, std::set<std::string>{"n2"});
+  // Without orphans the vanished ranks are the suspects, as before.
+  r.exits = {exit_of(0, 15, true, true), exit_of(1, 15, true, true)};
+  r.lost = {2, 3};
+  v = judge_attempt(r, hosts);
+  EXPECT_EQ(v.failed_hosts, std::set<std::string>{"n2"});
+}
+
 TEST(JudgeAttempt, RanksAskingToGrowAreNotAFailure) {
   AttemptVerdict v = judge_attempt(record_of(2, {exit_of(0, kElasticRestartExitCode),
                                                  exit_of(1, kElasticRestartExitCode)}), kHosts);
@@ -251,6 +275,14 @@ TEST(JudgeAttempt, AStopIsAStop) {
   r.stopped_by_signal = SIGINT;
   r.lost = {1};
   EXPECT_EQ(judge_attempt(r, kHosts).end, AttemptEnd::kStopped);
+}
+
+// Failed hosts are left out with srun --exclude, which takes Slurm node
+// names; several nodes may share one host name (the suite's virtual nodes).
+TEST(ElasticHostName, IsTheSlurmNodeUnderSlurmElseTheHostName) {
+  EXPECT_EQ(elastic_host_name("box", "n2"), "n2");
+  EXPECT_EQ(elastic_host_name("box", ""), "box");
+  EXPECT_EQ(elastic_host_name("box", nullptr), "box");
 }
 
 TEST(ReportProtocol, HostsChangedLine) {

@@ -131,6 +131,18 @@ TEST(ReportProtocol, RoundTripsEveryMessage) {
   EXPECT_EQ(exit->exit.value, SIGKILL);
   EXPECT_DOUBLE_EQ(exit->exit.seconds, 1.25);
   EXPECT_TRUE(exit->exit.stopped);
+  EXPECT_FALSE(exit->exit.orphaned);
+
+  // A wrapper whose parent (slurmstepd, orted) died stopped its program:
+  // an orphan, not a rank told to stop.
+  e.stopped = false;
+  e.orphaned = true;
+  EXPECT_EQ(format_exit("t0k", e), "exit t0k 5 signal 9 1.250 2\n");
+  exit = parse_report(format_exit("t0k", e));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_FALSE(exit->exit.stopped);
+  EXPECT_TRUE(exit->exit.orphaned);
+  EXPECT_FALSE(parse_report("exit t0k 5 signal 9 1.250 3").has_value());
 
   auto init = parse_report("init t0k 2");
   ASSERT_TRUE(init.has_value());

@@ -171,6 +171,20 @@ TEST(JobPlan, InsideSlurmHostsAndNpComeFromTheAllocationAndSrunLaunches) {
                                {"CHORUS_CYCLE_TIME_MS", "1"}, {"OMPI_MCA_btl_tcp_if_include", "ib0"}}));
 }
 
+// chorusrun --elastic after a node failed: srun must be told the nodes
+// left, or it takes the allocation's SLURM_NNODES and refuses the exclusion
+// ("Only allocated 1 nodes asked for 2", seen on the suite's cluster).
+TEST(JobPlan, AnElasticSrunStepLeavesFailedNodesOutAndSaysHowManyAreLeft) {
+  JobPlan p = plan({"-np", "3", "./train"}, kSlurm);
+  p.excluded_nodes = {"node01", "node02"};
+  p.srun_nodes = 1;
+  const Command c = build_srun_command(p, kWrapper);
+  EXPECT_EQ(c.argv, concat({{"srun", "--mpi=pmix", "--ntasks=3", "--kill-on-bad-exit=1", "--nodes=1",
+                             "--exclude=node01,node02"},
+                            kWrapperTail,
+                            {"--tag", "--", "./train"}}));
+}
+
 TEST(JobPlan, InsideSlurmMpirunGetsTheAllocationsHosts) {
   const JobPlan p = plan({"--launcher", "mpirun", "-np", "4", "./train"}, kSlurm);
   EXPECT_EQ(p.launcher, "mpirun");

@@ -4,6 +4,8 @@
 // ranks ask to be restarted. See docs/DESIGN.md, "Elastic training".
 #pragma once
 
+#include <string>
+
 namespace chorus {
 
 // Identifies the elastic job across its restarts (the same value in every
@@ -19,5 +21,14 @@ inline constexpr const char* kElasticNoticeVariable = "CHORUS_ELASTIC_NOTICE";
 // changed: sysexits' EX_TEMPFAIL ("try again"), which chorusrun --elastic
 // reads as "restart me", not as a failure.
 inline constexpr int kElasticRestartExitCode = 75;
+
+// The name of the host a rank runs on, as chorusrun --elastic leaves failed
+// hosts out and as each host's commit folder is named: the Slurm node name
+// when slurmd started the process (SLURMD_NODENAME; srun --exclude takes
+// node names, and several Slurm nodes may share one host name, as the
+// suite's virtual nodes do), else the host name.
+inline std::string elastic_host_name(const std::string& hostname, const char* slurm_node) {
+  return slurm_node != nullptr && *slurm_node != '\0' ? std::string(slurm_node) : hostname;
+}
 
 }  // namespace chorus

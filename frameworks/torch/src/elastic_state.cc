@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -23,10 +24,12 @@ std::string env_or(const char* name, const std::string& fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
+// The host's commit folder is named as chorusrun names the host: under
+// Slurm by its node name (virtual nodes may share a host name and /tmp).
 std::string host_name() {
   char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown-host";
-  return name;
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof(name), "unknown-host");
+  return elastic_host_name(name, std::getenv("SLURMD_NODENAME"));
 }
 
 [[noreturn]] void fail(const std::string& message) { throw Error(Status::InvalidArgument(message)); }
