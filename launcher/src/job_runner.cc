@@ -77,6 +77,9 @@ class JobWatch {
       case ReportMessage::Kind::kInit:
         record_.initialized.insert(m.rank);
         break;
+      case ReportMessage::Kind::kLost:
+        record_.lost_reports.push_back(m.lost);
+        break;
       case ReportMessage::Kind::kExit: {
         RankExit exit = m.exit;
         exit.host = hosts_[m.rank];
