@@ -7,7 +7,6 @@
 #include <set>
 #include <thread>
 
-#include "base/launcher_rendezvous.h"
 #include "base/logging.h"
 #include "ops/mpi/mpi_datatypes.h"
 
@@ -270,7 +269,6 @@ void MpiPointToPoint::watch_peers_locked(Finished* finished) {
     if (it == local_peers_.end()) continue;
     const std::optional<LocalPeer> dead = LocalPeers(rank_, {it->second}).first_dead();
     if (!dead) continue;
-    report_lost_to_launcher(peer, this_elastic_host());  // for chorusrun --elastic, as LocalPeers::watch does
     const std::string exited = "rank " + std::to_string(peer) + " (pid " + std::to_string(dead->pid) +
                                ") exited while rank " + std::to_string(rank_) + " had a ";
     fail_locked(peer, [&](const TransferInfo& info) { return Status::Aborted(exited + describe(info) + " in flight"); },
