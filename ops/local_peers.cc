@@ -1,5 +1,6 @@
 #include "ops/local_peers.h"
 
+#include "base/launcher_rendezvous.h"
 #include "ops/shm/process_liveness.h"
 
 namespace chorus {
@@ -28,6 +29,9 @@ Status LocalPeers::watch(bool waiting, Clock::time_point now, const WaitingFor& 
   next_check_ = now + kInterval;
   const std::optional<LocalPeer> dead = first_dead();
   if (!dead) return Status::OK();
+  // A peer of this host died: chorusrun --elastic blames this host (the
+  // launcher may end every rank before their own reports get out).
+  report_lost_to_launcher(dead->rank, this_elastic_host());
   return Status::Aborted("rank " + std::to_string(dead->rank) + " (pid " + std::to_string(dead->pid) +
                          ") exited while rank " + std::to_string(me_) + " was waiting " + waiting_for(*dead) +
                          "; the job cannot continue");

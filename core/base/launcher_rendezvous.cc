@@ -10,8 +10,13 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
 
 #include "base/logging.h"
+#include "chorus/elastic.h"
 
 namespace chorus {
 namespace {
@@ -78,46 +83,99 @@ bool split_launcher_address(const std::string& address, std::string* host, int* 
   return true;
 }
 
-void report_init_to_launcher(const Config::Lookup& lookup) {
-  auto get = [&](const char* name) { return lookup ? lookup(name) : std::getenv(name); };
-  const char* address = get(kLauncherAddressVariable);
-  if (address == nullptr) return;
-  const char* token = get(kLauncherTokenVariable);
-  const char* rank_text = get(kLauncherRankVariable);
-  std::string host;
+namespace {
+
+// Where and as whom this rank reports, from the variables chorusrun's rank
+// wrapper set; nullopt (after a warning, when they are set but malformed)
+// when there is no chorusrun to report to.
+struct LauncherContact {
+  std::string address, host, token;
   int port = 0;
   int rank = -1;
+};
+
+std::optional<LauncherContact> launcher_contact(const Config::Lookup& lookup) {
+  auto get = [&](const char* name) { return lookup ? lookup(name) : std::getenv(name); };
+  const char* address = get(kLauncherAddressVariable);
+  if (address == nullptr) return std::nullopt;
+  const char* token = get(kLauncherTokenVariable);
+  const char* rank_text = get(kLauncherRankVariable);
+  LauncherContact contact;
+  contact.address = address;
   if (rank_text != nullptr) {
     const std::string r(rank_text);
-    std::from_chars(r.data(), r.data() + r.size(), rank);
+    std::from_chars(r.data(), r.data() + r.size(), contact.rank);
   }
-  if (!split_launcher_address(address, &host, &port) || token == nullptr || rank < 0) {
+  if (!split_launcher_address(address, &contact.host, &contact.port) || token == nullptr || contact.rank < 0) {
     CHORUS_LOG(kWarning, "not reporting to chorusrun: " << kLauncherAddressVariable << "='" << address
                                                         << "' (expected host:port), "
                                                         << kLauncherTokenVariable << " and "
                                                         << kLauncherRankVariable << " must all be set");
-    return;
+    return std::nullopt;
   }
+  contact.token = token;
+  return contact;
+}
+
+// One connection, one line; `what` completes "cannot tell chorusrun at X ...".
+void send_line(const LauncherContact& contact, const std::string& line, int timeout_ms, const std::string& what) {
   std::string error;
-  const int fd = connect_with_timeout(host, port, kConnectTimeoutMs, &error);
+  const int fd = connect_with_timeout(contact.host, contact.port, timeout_ms, &error);
   if (fd < 0) {
-    CHORUS_LOG(kWarning, "cannot tell chorusrun at " << address << " that rank " << rank
-                                                     << " reached init(): " << error);
+    CHORUS_LOG(kWarning, "cannot tell chorusrun at " << contact.address << " " << what << ": " << error);
     return;
   }
-  const std::string line = launcher_init_message(token, rank);
+  // A line is far below a socket buffer: a new connection takes it whole
+  // without waiting.
   size_t sent = 0;
   while (sent < line.size()) {
-    const ssize_t n = send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    const ssize_t n = send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      CHORUS_LOG(kWarning, "cannot tell chorusrun at " << address << " that rank " << rank
-                                                       << " reached init(): " << std::strerror(errno));
+      CHORUS_LOG(kWarning, "cannot tell chorusrun at " << contact.address << " " << what << ": "
+                                                       << std::strerror(errno));
       break;
     }
     sent += static_cast<size_t>(n);
   }
   close(fd);
+}
+
+}  // namespace
+
+void report_init_to_launcher(const Config::Lookup& lookup) {
+  const std::optional<LauncherContact> contact = launcher_contact(lookup);
+  if (!contact) return;
+  send_line(*contact, launcher_init_message(contact->token, contact->rank), kConnectTimeoutMs,
+            "that rank " + std::to_string(contact->rank) + " reached init()");
+}
+
+std::string launcher_lost_message(const std::string& token, int rank, int lost_rank, const std::string& host) {
+  return "lost " + token + " " + std::to_string(rank) + " " + std::to_string(lost_rank) + " " +
+         (host.empty() ? "?" : host) + "\n";
+}
+
+void report_lost_to_launcher(int lost_rank, const std::string& host, const Config::Lookup& lookup) {
+  static std::mutex mutex;
+  static std::set<int> reported;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!reported.insert(lost_rank).second) return;
+  }
+  std::optional<LauncherContact> contact = launcher_contact(lookup);
+  if (!contact) return;
+  const std::string line = launcher_lost_message(contact->token, contact->rank, lost_rank, host);
+  // Detached: the job is about to be aborted, and this thread must not hold
+  // the caller (the heartbeat's thread, the background thread) meanwhile.
+  std::thread([contact = std::move(*contact), line, lost_rank] {
+    send_line(contact, line, kLostReportTimeoutMs, "that rank " + std::to_string(lost_rank) + " was lost");
+  }).detach();
+}
+
+std::string this_elastic_host() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "";
+  return elastic_host_name(name, std::getenv("SLURMD_NODENAME"));
 }
 
 }  // namespace chorus

@@ -33,4 +33,26 @@ bool split_launcher_address(const std::string& address, std::string* host, int* 
 // ignored: the job itself does not depend on the launcher's bookkeeping.
 void report_init_to_launcher(const Config::Lookup& lookup = nullptr);
 
+// The line a rank sends when it saw another rank stop answering:
+// "lost <token> <rank> <lost rank> <host>\n" (report_protocol.h).
+std::string launcher_lost_message(const std::string& token, int rank, int lost_rank, const std::string& host);
+
+// Tells chorusrun (when it started this rank: CHORUS_LAUNCHER_ADDRESS set)
+// that `lost_rank`, on the host chorus::elastic_host_name calls `host`,
+// stopped answering, so that chorusrun --elastic blames that host alone when
+// the job's abort then ends every rank. Called by the heartbeat's loss and
+// the local peer watch, shortly before the job is aborted (2 s later at the
+// earliest), so it never blocks its caller: the connection and the line go
+// from a thread of its own, bounded by kLostReportTimeoutMs. Once per lost
+// rank per process; later calls for the same rank do nothing.
+void report_lost_to_launcher(int lost_rank, const std::string& host, const Config::Lookup& lookup = nullptr);
+
+// How long report_lost_to_launcher's thread may take to connect (a cut-off
+// chorusrun must not hold it past the abort).
+inline constexpr int kLostReportTimeoutMs = 1000;
+
+// This host as chorusrun --elastic names it: the Slurm node under Slurm,
+// else the host name (chorus::elastic_host_name).
+std::string this_elastic_host();
+
 }  // namespace chorus

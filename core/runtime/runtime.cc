@@ -7,6 +7,7 @@
 
 #include "autotune/standard_knobs.h"
 #include "runtime/fusion_planner.h"
+#include "base/launcher_rendezvous.h"
 #include "base/logging.h"
 #include "protocol/settings_agreement.h"
 #include "runtime/point_to_point_progress.h"
@@ -42,7 +43,14 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
     options.timeout = std::chrono::duration<double>(config.heartbeat_timeout_seconds);
     options.interface = config.heartbeat_interface;
     CHORUS_RETURN_IF_ERROR(runtime->comm_->start_heartbeat(
-        options, [r = runtime.get()](const Status& why) { r->peer_lost(why); }, &runtime->heartbeat_));
+        options,
+        [r = runtime.get()](const Status& why, const Heartbeat::LostPeer& peer) {
+          // chorusrun --elastic learns which host to blame before the abort
+          // ends every rank (a thread of its own: this one goes on at once).
+          if (peer.rank >= 0) report_lost_to_launcher(peer.rank, peer.host_key);
+          r->peer_lost(why);
+        },
+        &runtime->heartbeat_));
   }
   runtime->thread_ = std::thread([r = runtime.get()] { r->background_loop(); });
   CHORUS_LOG(kDebug, "started: rank " << runtime->topology().rank << " of " << runtime->topology().size);

@@ -89,6 +89,7 @@ class ElasticJob {
       const std::vector<std::string> rank_hosts =
           srun_ ? hosts_from_hellos(result.record) : hosts_by_slot(placement.hosts, placement.np);
       const AttemptVerdict verdict = judge_attempt(result.record, rank_hosts);
+      say_lost_reports(result.record);
       if (!result.outcome.final_line.empty() && verdict.end != AttemptEnd::kHostsChanged) {
         std::cerr << result.outcome.final_line << std::endl;
       }
@@ -146,6 +147,17 @@ class ElasticJob {
       // The job runs on: a discovery failure here only delays growing.
       std::cerr << kPrefix << "while the job runs: " << e.what() << std::endl;
       return false;
+    }
+  }
+
+  // What the survivors' runtimes said before the job ended (one line per
+  // rank named, with the first rank that said so).
+  static void say_lost_reports(const JobRecord& record) {
+    std::set<int> said;
+    for (const LostReport& report : record.lost_reports) {
+      if (!said.insert(report.rank).second) continue;
+      std::cerr << kPrefix << "rank " << report.reporter << " reported rank " << report.rank << " (host "
+                << report.host << ") lost" << std::endl;
     }
   }
 

@@ -92,9 +92,34 @@ AttemptVerdict judge_attempt(const JobRecord& record, const std::vector<std::str
   // abort), so they are not blamed: if one was lost as well, the next attempt
   // fails again and names it, which costs a restart; leaving out a healthy
   // host would cost its slots for the rest of the job.
-  if (!orphaned.empty()) suspects = orphaned;
-  if (!suspects.empty()) {
+  //
+  // Likewise the hosts the survivors' runtimes named (`lost` reports: their
+  // heartbeat or local peer watch saw the rank stop answering, and they said
+  // so before aborting): when a whole host is lost at once its launcher
+  // daemon dies with its ranks, no wrapper is left to report an orphan, and
+  // the survivors' abort then makes the launcher SIGKILL every other wrapper
+  // too, so every rank vanished and only these reports tell the hosts apart.
+  // The rank's host is taken from this attempt's placement when known (the
+  // names the host list and the blacklist use), else from the report.
+  // Conflicting reports (a cut link seen from both sides) blame every host
+  // named: each may be the one at fault.
+  std::set<std::string> named;
+  for (const LostReport& report : record.lost_reports) {
+    const std::string host = host_of(report.rank);
+    if (!host.empty()) {
+      named.insert(host);
+    } else if (!report.host.empty()) {
+      named.insert(report.host);
+    }
+  }
+  // A report counts only when the attempt failed (a rank vanished, was
+  // orphaned or exited non-zero: the program may have caught the
+  // heartbeat's error and exited by itself before the abort).
+  if (suspects.empty() && orphaned.empty() && !own_error) named.clear();
+  if (!orphaned.empty() || !named.empty()) suspects = orphaned;
+  if (!suspects.empty() || !named.empty()) {
     verdict.end = AttemptEnd::kHostFailure;
+    verdict.failed_hosts = named;
     for (int rank : suspects) {
       const std::string host = host_of(rank);
       if (!host.empty()) verdict.failed_hosts.insert(host);

@@ -21,6 +21,10 @@ struct JobRecord {
   std::set<int> lost;          // ranks whose wrapper vanished without an exit report
   std::map<int, std::string> hosts;  // host names from the hellos
   std::vector<RankExit> exits; // in arrival order
+  // Survivors' word that a rank stopped answering (their heartbeat or local
+  // peer watch), sent before their job aborts: with --elastic, the hosts
+  // they name are the ones blamed when every rank then vanishes.
+  std::vector<LostReport> lost_reports;
   // How the launcher process (mpirun or srun) ended.
   bool launcher_signaled = false;
   int launcher_status = 0;

@@ -44,7 +44,10 @@ class JobWatch {
  private:
   bool finished() const {
     if (!launcher_done_) return false;
-    return listener_->open_connections() == 0 || monotonic_seconds() >= drain_deadline_;
+    // Ranks reported lost may never close their connection (their host
+    // froze): nothing more is coming from them.
+    return listener_->open_connections() == 0 || listener_->only_ranks_open(reported_lost_) ||
+           monotonic_seconds() >= drain_deadline_;
   }
 
   void step() {
@@ -54,6 +57,9 @@ class JobWatch {
     if (!launcher_done_ && kill_deadline_ > 0) deadline = kill_deadline_;
     if (!launcher_done_ && !stopping_ && start_deadline_ > 0) deadline = start_deadline_;
     if (!launcher_done_ && next_poll_ > 0 && (deadline < 0 || next_poll_ < deadline)) deadline = next_poll_;
+    if (!launcher_done_ && !stopping_ && lost_deadline_ > 0 && (deadline < 0 || lost_deadline_ < deadline)) {
+      deadline = lost_deadline_;
+    }
     const int ready = poll(fds.data(), fds.size(), poll_timeout_ms(deadline));
     if (ready < 0 && errno != EINTR) return;
     if (ready > 0) {
@@ -76,6 +82,11 @@ class JobWatch {
         break;
       case ReportMessage::Kind::kInit:
         record_.initialized.insert(m.rank);
+        break;
+      case ReportMessage::Kind::kLost:
+        record_.lost_reports.push_back(m.lost);
+        reported_lost_.insert(m.lost.rank);
+        if (lost_deadline_ < 0) lost_deadline_ = monotonic_seconds() + settings_.lost_launcher_grace_seconds;
         break;
       case ReportMessage::Kind::kExit: {
         RankExit exit = m.exit;
@@ -124,6 +135,13 @@ class JobWatch {
         stop();
       }
     }
+    if (lost_deadline_ > 0 && now >= lost_deadline_) {
+      // The job was aborted for a lost rank and the launcher still waits
+      // (for a frozen host's daemon): end it. Not a stop by chorusrun's
+      // caller, so the attempt is still judged by what the ranks reported.
+      lost_deadline_ = -1.0;
+      stop(settings_.lost_kill_grace_seconds);
+    }
     if (!launcher_done_ && kill_deadline_ > 0 && now >= kill_deadline_) {
       kill(pid_, SIGKILL);
       kill_deadline_ = -1.0;
@@ -132,11 +150,11 @@ class JobWatch {
 
   // SIGTERM to mpirun/srun ends every rank through their wrappers; SIGKILL
   // after the grace period, which the wrappers notice (parent-death signal).
-  void stop() {
+  void stop(double grace_seconds = -1.0) {
     if (stopping_ || launcher_done_) return;
     stopping_ = true;
     kill(pid_, SIGTERM);
-    kill_deadline_ = monotonic_seconds() + settings_.kill_grace_seconds;
+    kill_deadline_ = monotonic_seconds() + (grace_seconds >= 0 ? grace_seconds : settings_.kill_grace_seconds);
   }
 
   const RunSettings& settings_;
@@ -146,6 +164,7 @@ class JobWatch {
   JobRecord record_;
   std::map<int, std::string> hosts_;
   std::set<int> exited_;
+  std::set<int> reported_lost_;  // named in a `lost` report
   pid_t pid_ = -1;
   bool launcher_done_ = false;
   bool stopping_ = false;
@@ -153,6 +172,7 @@ class JobWatch {
   double kill_deadline_ = -1.0;
   double drain_deadline_ = -1.0;
   double next_poll_ = -1.0;  // next hosts_changed() call; -1: none
+  double lost_deadline_ = -1.0;  // the launcher must have ended by then (a rank was lost)
   bool notified_ = false;
 };
 

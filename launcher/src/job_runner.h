@@ -21,6 +21,13 @@ struct RunSettings {
   double kill_grace_seconds = 5.0;
   // After the launcher exits, how long to wait for reports still in flight.
   double drain_seconds = 2.0;
+  // After a rank reported another lost (`lost`: its runtime aborts the job
+  // 2 s later), how long the launcher may take to end. A host that froze
+  // keeps mpirun waiting for its stopped orted for ever (TEST-CLUSTERS.md),
+  // so chorusrun then stops the launcher itself (SIGTERM, SIGKILL after
+  // lost_kill_grace_seconds: the ranks were aborted already).
+  double lost_launcher_grace_seconds = 3.0;
+  double lost_kill_grace_seconds = 1.0;
   // --elastic: asked every poll_seconds while the job runs; once it returns
   // true, every rank wrapper is told that the hosts changed (and any that
   // says hello later is told at once).

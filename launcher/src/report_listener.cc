@@ -114,6 +114,13 @@ void ReportListener::send_to_ranks(const std::string& line) {
   }
 }
 
+bool ReportListener::only_ranks_open(const std::set<int>& ranks) const {
+  for (const Connection& c : connections_) {
+    if (c.rank < 0 || !ranks.count(c.rank)) return false;
+  }
+  return true;
+}
+
 void ReportListener::drain(const std::string& token, const Events& events) {
   accept_all();
   std::vector<pollfd> fds;

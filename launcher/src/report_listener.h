@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ class ReportListener {
   // Accepts and reads whatever is already waiting, without blocking.
   void drain(const std::string& token, const Events& events);
   size_t open_connections() const { return connections_.size(); }
+  // Whether every open connection is a rank wrapper's whose rank is in `ranks`.
+  bool only_ranks_open(const std::set<int>& ranks) const;
   // Writes `line` to every connection whose hello arrived (the rank
   // wrappers'); a connection that cannot take it is left to close.
   void send_to_ranks(const std::string& line);

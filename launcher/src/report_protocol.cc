@@ -17,6 +17,11 @@ std::string format_exit(const std::string& token, const RankExit& exit) {
   return out.str();
 }
 
+std::string format_lost(const std::string& token, const LostReport& lost) {
+  return "lost " + token + " " + std::to_string(lost.reporter) + " " + std::to_string(lost.rank) + " " + lost.host +
+         "\n";
+}
+
 std::string format_hosts_changed(const std::string& token) { return "hosts-changed " + token + "\n"; }
 
 bool is_hosts_changed(const std::string& line, const std::string& token) { return line == "hosts-changed " + token; }
@@ -31,6 +36,10 @@ std::optional<ReportMessage> parse_report(const std::string& line) {
     if (!(in >> message.pid >> message.host)) return std::nullopt;
   } else if (kind == "init") {
     message.kind = ReportMessage::Kind::kInit;
+  } else if (kind == "lost") {
+    message.kind = ReportMessage::Kind::kLost;
+    message.lost.reporter = message.rank;
+    if (!(in >> message.lost.rank >> message.lost.host) || message.lost.rank < 0) return std::nullopt;
   } else if (kind == "exit") {
     message.kind = ReportMessage::Kind::kExit;
     std::string how;

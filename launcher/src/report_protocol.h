@@ -10,6 +10,14 @@
 //                                              (the host's slurmstepd or orted) died
 //   init <token> <rank>                        the program reached chorus::init()
 //                                              (sent by core/base/launcher_rendezvous.cc)
+//   lost <token> <rank> <lost rank> <host>     rank's runtime saw <lost rank> stop answering
+//                                              (its heartbeat, or the local peer watch);
+//                                              <host> is the lost rank's host as
+//                                              chorus::elastic_host_name names it (the Slurm
+//                                              node under Slurm). Sent before the job is
+//                                              aborted, so that chorusrun --elastic can blame
+//                                              that host alone when every rank then vanishes
+//                                              (core/base/launcher_rendezvous.cc)
 // and the one line chorusrun sends back, on the wrappers' connections:
 //   hosts-changed <token>                      (--elastic) more hosts are available: the
 //                                              wrapper creates the rank's notice file
@@ -36,17 +44,26 @@ struct RankExit {
   bool ok() const { return !signaled && value == 0; }
 };
 
+// A survivor's word that another rank was lost (the `lost` line).
+struct LostReport {
+  int reporter = -1;
+  int rank = -1;     // the rank lost
+  std::string host;  // its host, as the reporter's runtime named it
+};
+
 struct ReportMessage {
-  enum class Kind { kHello, kInit, kExit } kind = Kind::kHello;
+  enum class Kind { kHello, kInit, kExit, kLost } kind = Kind::kHello;
   std::string token;
   int rank = -1;
   long pid = 0;
   std::string host;
   RankExit exit;
+  LostReport lost;  // kLost
 };
 
 std::string format_hello(const std::string& token, int rank, long pid, const std::string& host);
 std::string format_exit(const std::string& token, const RankExit& exit);
+std::string format_lost(const std::string& token, const LostReport& lost);
 std::string format_hosts_changed(const std::string& token);
 // True when `line` (without its newline) is format_hosts_changed(token).
 bool is_hosts_changed(const std::string& line, const std::string& token);

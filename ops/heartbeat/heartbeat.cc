@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "base/logging.h"
+#include "chorus/elastic.h"
 
 namespace chorus {
 
@@ -57,6 +58,7 @@ Status open_socket(const HeartbeatOptions& options, HeartbeatCard* card, int* so
   }
   CHORUS_RETURN_IF_ERROR(select_interfaces(spec, origin, host_interfaces(), &card->addresses));
   card->host = host_label(hostname(), std::getenv("SLURMD_NODENAME"));
+  card->host_key = elastic_host_name(hostname(), std::getenv("SLURMD_NODENAME"));
   card->pid = static_cast<int32_t>(getpid());
   card->stack = this_stack();
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -238,7 +240,12 @@ void Heartbeat::declare(int subject, int reporter, double silent_seconds) {
     std::this_thread::sleep_for(grace);
     end(why);
   }).detach();
-  on_lost_(status);
+  LostPeer peer;
+  if (subject != rank_) {
+    peer.rank = subject;
+    peer.host_key = cards_[static_cast<size_t>(subject)].host_key;
+  }
+  on_lost_(status, peer);
 }
 
 void Heartbeat::run() {

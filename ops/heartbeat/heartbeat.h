@@ -63,8 +63,14 @@ struct HeartbeatOptions {
 class Heartbeat {
  public:
   using Clock = std::chrono::steady_clock;
+  // Which rank was lost and its host as chorusrun --elastic names it
+  // (HeartbeatCard::host_key); rank -1 when a peer declared this rank lost.
+  struct LostPeer {
+    int rank = -1;
+    std::string host_key;
+  };
   // Called once, on the heartbeat's thread, with why (naming the rank and host).
-  using OnLost = std::function<void(const Status& why)>;
+  using OnLost = std::function<void(const Status& why, const LostPeer& peer)>;
   // Ends the whole job; must not depend on objects that may be gone (it may
   // run after the heartbeat was stopped).
   using EndJob = std::function<void(const std::string& reason)>;

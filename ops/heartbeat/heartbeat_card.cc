@@ -52,6 +52,12 @@ T get(const unsigned char*& at) {
   return value;
 }
 
+// The host key sits after the fixed fields (host, pid, stack, port, the
+// addresses), at the end of the card.
+constexpr size_t kHostKeyOffset = 1 + HeartbeatCard::kMaxHostChars + 4 + 24 + 2 + 1 + HeartbeatCard::kMaxAddresses * 5;
+static_assert(kHostKeyOffset + 1 + HeartbeatCard::kMaxHostKeyChars <= HeartbeatCard::kBytes,
+              "the host key must fit in the card");
+
 }  // namespace
 
 std::string ipv4_text(uint32_t address) {
@@ -154,6 +160,10 @@ std::array<unsigned char, HeartbeatCard::kBytes> HeartbeatCard::serialize() cons
     put(at, addresses[i].address);
     put(at, static_cast<uint8_t>(addresses[i].prefix_length));
   }
+  at = bytes.data() + kHostKeyOffset;
+  const std::string key = host_key.substr(0, kMaxHostKeyChars);
+  put(at, static_cast<uint8_t>(key.size()));
+  std::memcpy(at, key.data(), key.size());
   return bytes;
 }
 
@@ -171,6 +181,9 @@ HeartbeatCard HeartbeatCard::parse(const unsigned char* bytes) {
     const uint32_t address = get<uint32_t>(at);
     card.addresses.push_back({"", address, get<uint8_t>(at)});
   }
+  at = bytes + kHostKeyOffset;
+  const size_t key_size = std::min<size_t>(get<uint8_t>(at), kMaxHostKeyChars);
+  card.host_key.assign(reinterpret_cast<const char*>(at), key_size);
   return card;
 }
 

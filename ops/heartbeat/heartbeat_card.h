@@ -56,9 +56,14 @@ StackId this_stack();
 struct HeartbeatCard {
   static constexpr size_t kMaxAddresses = 8;
   static constexpr size_t kMaxHostChars = 95;
+  static constexpr size_t kMaxHostKeyChars = 63;
   static constexpr size_t kBytes = 256;
 
   std::string host;  // as errors name it (truncated to kMaxHostChars)
+  // As chorusrun --elastic names the host (chorus::elastic_host_name: the
+  // Slurm node under Slurm), for the `lost` report (truncated to
+  // kMaxHostKeyChars).
+  std::string host_key;
   int32_t pid = 0;
   StackId stack{};
   uint16_t port = 0;  // host byte order

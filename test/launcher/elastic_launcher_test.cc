@@ -249,6 +249,60 @@ TEST(JudgeAttempt, AHostWhoseLauncherDaemonDiedIsBlamedNotTheRanksTheAbortKilled
   EXPECT_EQ(v.failed_hosts, std::set<std::string>{"n2"});
 }
 
+// A whole host lost at once (its slurmd/slurmstepd or orted died with its
+// ranks, or it froze): the survivors' heartbeat reports the lost rank, then
+// its abort makes the launcher SIGKILL every wrapper, so every rank vanished
+// without a report. Only the host the survivors named is blamed.
+TEST(JudgeAttempt, TheHostSurvivorsNamedLostIsBlamedWhenEveryRankVanished) {
+  JobRecord r = record_of(4, {});
+  r.lost = {0, 1, 2, 3};
+  r.launcher_status = 137;
+  r.lost_reports = {{0, 2, "n2"}, {1, 2, "n2"}, {0, 3, "n2"}};
+  const Strings hosts{"n1", "n1", "n2", "n2"};
+  AttemptVerdict v = judge_attempt(r, hosts);
+  EXPECT_EQ(v.end, AttemptEnd::kHostFailure);
+  EXPECT_EQ(v.failed_hosts, std::set<std::string>{"n2"});
+  // The placement's name wins over the reporter's (mpirun's host list names
+  // hosts by address; the runtime by host name) ...
+  r.lost_reports = {{0, 2, "node-two"}};
+  EXPECT_EQ(judge_attempt(r, hosts).failed_hosts, std::set<std::string>{"n2"});
+  // ... and the report's name is used when the placement does not know it.
+  EXPECT_EQ(judge_attempt(r, Strings{"n1", "n1", "", ""}).failed_hosts, std::set<std::string>{"node-two"});
+  // Survivors stopped by the launcher and the frozen host's ranks never
+  // reporting (mpirun, a SIGSTOPped host): the same.
+  r = record_of(3, {exit_of(0, 15, true, true), exit_of(1, 15, true, true)});
+  r.lost_reports = {{0, 2, "h3"}, {1, 2, "h3"}};
+  v = judge_attempt(r, kHosts);
+  EXPECT_EQ(v.end, AttemptEnd::kHostFailure);
+  EXPECT_EQ(v.failed_hosts, std::set<std::string>{"h3"});
+}
+
+// A cut link: each side's heartbeat names a rank on the other side; both
+// hosts may be at fault, so both are blamed.
+TEST(JudgeAttempt, ConflictingLostReportsBlameEveryHostNamed) {
+  JobRecord r = record_of(3, {});
+  r.lost = {0, 1, 2};
+  r.lost_reports = {{0, 2, "h3"}, {2, 1, "h2"}};
+  const AttemptVerdict v = judge_attempt(r, kHosts);
+  EXPECT_EQ(v.end, AttemptEnd::kHostFailure);
+  EXPECT_EQ(v.failed_hosts, (std::set<std::string>{"h2", "h3"}));
+}
+
+TEST(JudgeAttempt, WithoutLostReportsEveryHostWhoseRanksVanishedIsBlamed) {
+  JobRecord r = record_of(4, {});
+  r.lost = {0, 1, 2, 3};
+  const AttemptVerdict v = judge_attempt(r, Strings{"n1", "n1", "n2", "n2"});
+  EXPECT_EQ(v.end, AttemptEnd::kHostFailure);
+  EXPECT_EQ(v.failed_hosts, (std::set<std::string>{"n1", "n2"}));
+}
+
+// A report from an attempt that nonetheless ended well changes nothing.
+TEST(JudgeAttempt, LostReportsOfASuccessfulAttemptAreIgnored) {
+  JobRecord r = record_of(2, {exit_of(0, 0), exit_of(1, 0)});
+  r.lost_reports = {{0, 1, "h2"}};
+  EXPECT_EQ(judge_attempt(r, kHosts).end, AttemptEnd::kSucceeded);
+}
+
 TEST(JudgeAttempt, RanksAskingToGrowAreNotAFailure) {
   AttemptVerdict v = judge_attempt(record_of(2, {exit_of(0, kElasticRestartExitCode),
                                                  exit_of(1, kElasticRestartExitCode)}), kHosts);
@@ -283,6 +337,21 @@ TEST(ElasticHostName, IsTheSlurmNodeUnderSlurmElseTheHostName) {
   EXPECT_EQ(elastic_host_name("box", "n2"), "n2");
   EXPECT_EQ(elastic_host_name("box", ""), "box");
   EXPECT_EQ(elastic_host_name("box", nullptr), "box");
+}
+
+TEST(ReportProtocol, LostLineRoundTrip) {
+  const std::string line = format_lost("tok", LostReport{1, 3, "n2"});
+  EXPECT_EQ(line, "lost tok 1 3 n2\n");
+  const std::optional<ReportMessage> m = parse_report(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->kind, ReportMessage::Kind::kLost);
+  EXPECT_EQ(m->token, "tok");
+  EXPECT_EQ(m->lost.reporter, 1);
+  EXPECT_EQ(m->lost.rank, 3);
+  EXPECT_EQ(m->lost.host, "n2");
+  EXPECT_FALSE(parse_report("lost tok 1 3").has_value());
+  EXPECT_FALSE(parse_report("lost tok 1 -3 n2").has_value());
+  EXPECT_FALSE(parse_report("lost tok 1 3 n2 extra").has_value());
 }
 
 TEST(ReportProtocol, HostsChangedLine) {

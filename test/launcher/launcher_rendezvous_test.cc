@@ -4,11 +4,13 @@
 #include "base/launcher_rendezvous.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 
 #include "report_protocol.h"
@@ -31,6 +33,12 @@ class Listener {
   }
   ~Listener() { close(fd_); }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // take(), waiting up to `ms` for a connection.
+  std::optional<std::string> take_within(int ms) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, ms) != 1) return std::nullopt;
+    return take();
+  }
   // What the one waiting connection sent, or nullopt when none is waiting.
   std::optional<std::string> take() {
     const int c = accept(fd_, nullptr, nullptr);
@@ -87,6 +95,33 @@ TEST(LauncherRendezvous, MalformedOrUnreachableAddressOnlyWarns) {
                                   {kLauncherTokenVariable, "tok"},
                                   {kLauncherRankVariable, "0"}}));
   EXPECT_FALSE(listener.take().has_value());
+}
+
+// The lost report goes from a thread of its own, so the test waits for it.
+TEST(LauncherRendezvous, ReportsALostRankInTheLaunchersFormatWithoutBlocking) {
+  Listener listener;
+  const auto vars = lookup({{kLauncherAddressVariable, listener.address()},
+                            {kLauncherTokenVariable, "tok"},
+                            {kLauncherRankVariable, "0"}});
+  report_lost_to_launcher(2, "n2", vars);
+  const std::optional<std::string> sent = listener.take_within(5000);
+  ASSERT_TRUE(sent.has_value());
+  EXPECT_EQ(*sent, "lost tok 0 2 n2\n");
+  const auto parsed = launcher::parse_report(sent->substr(0, sent->size() - 1));
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->kind, launcher::ReportMessage::Kind::kLost);
+  EXPECT_EQ(parsed->lost.reporter, 0);
+  EXPECT_EQ(parsed->lost.rank, 2);
+  EXPECT_EQ(parsed->lost.host, "n2");
+  // Once per lost rank: the heartbeat and the local peer watch may both see it.
+  report_lost_to_launcher(2, "n2", vars);
+  EXPECT_FALSE(listener.take_within(300).has_value());
+  // An unreachable chorusrun holds nobody: the call returns at once.
+  const auto start = std::chrono::steady_clock::now();
+  report_lost_to_launcher(5, "n3", lookup({{kLauncherAddressVariable, "10.255.255.1:9"},
+                                           {kLauncherTokenVariable, "tok"},
+                                           {kLauncherRankVariable, "0"}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
 }
 
 TEST(LauncherRendezvous, SplitsAddresses) {
