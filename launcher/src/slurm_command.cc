@@ -15,6 +15,11 @@ Command build_srun_command(const JobPlan& plan, const WrapperInvocation& wrapper
     std::string nodes;
     for (const std::string& node : plan.excluded_nodes) nodes += (nodes.empty() ? "" : ",") + node;
     argv.push_back("--exclude=" + nodes);
+    // A step that had ranks on a node that died cannot complete until that
+    // node answers again, and until then it holds its CPUs on the surviving
+    // nodes too, although its processes there were killed: without sharing
+    // them, the restart's step waits ("Requested nodes are busy").
+    argv.push_back("--overlap");
   }
   // srun exports chorusrun's whole environment to the tasks (its default
   // --export=ALL), so the variables only need to be set for srun itself.

@@ -180,7 +180,7 @@ TEST(JobPlan, AnElasticSrunStepLeavesFailedNodesOutAndSaysHowManyAreLeft) {
   p.srun_nodes = 1;
   const Command c = build_srun_command(p, kWrapper);
   EXPECT_EQ(c.argv, concat({{"srun", "--mpi=pmix", "--ntasks=3", "--kill-on-bad-exit=1", "--nodes=1",
-                             "--exclude=node01,node02"},
+                             "--exclude=node01,node02", "--overlap"},
                             kWrapperTail,
                             {"--tag", "--", "./train"}}));
 }

@@ -10,7 +10,13 @@
 # job completes, and that no process of the job is left. Measures from the
 # arrival time of the job's output lines: start-up, failure -> named,
 # failure -> training again, and the commit interval.
-#   sbatch_train_mnist_elastic_test.sh <example script> <build dir> <mnist dir> [report file]
+# With "node" as the fifth argument the whole node is lost instead: its
+# slurmd and the step's slurmstepd are SIGKILLed with the ranks, so nothing
+# of n2 reports; the survivors' heartbeat (5 s here) names it, chorusrun
+# blames n2 alone from their `lost` reports, and the restart's step must
+# share n1's CPUs with the dead step, which cannot complete (srun --overlap).
+# n2's slurmd is started again afterwards, for the tests that follow.
+#   sbatch_train_mnist_elastic_test.sh <example script> <build dir> <mnist dir> [report file] [ranks|node]
 set -euo pipefail
 source "$(dirname "$0")/slurm_test_lib.sh"
 slurm_test_begin sbatch_train_mnist_elastic
@@ -19,6 +25,8 @@ script=${1:?$usage}
 build_dir=${2:?$usage}
 mnist_dir=${3:?$usage}
 report=${4:-}
+loss=${5:-ranks}
+[[ $loss == ranks || $loss == node ]] || fail "the fifth argument is '$loss': expected ranks or node"
 train_mnist=$build_dir/examples/train_mnist/train_mnist
 chorusrun=$build_dir/launcher/chorusrun
 [[ -x $train_mnist ]] || fail "train_mnist is not built in $build_dir"
@@ -41,7 +49,22 @@ sleeper=$!
 tail --pid=$sleeper -s 0.05 -n +1 -F "$output" 2>/dev/null |
   while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$timed" &
 stop_stamping() { kill "$sleeper" 2>/dev/null || true; }
-trap stop_stamping EXIT
+state_dir=$(dirname "$(dirname "$SLURM_CONF")")
+# Starts n2's slurmd again when this test killed it, and waits until the node
+# is back in service (ReturnToService=2 brings it back when it registers).
+restore_n2() {
+  [[ $loss == node ]] || return 0
+  if [[ ! -r $state_dir/run/slurmd-n2.pid ]] || ! kill -0 "$(cat "$state_dir/run/slurmd-n2.pid")" 2>/dev/null; then
+    slurmd -N n2 -f "$SLURM_CONF" || { echo "could not start slurmd -N n2 again" >&2; return 0; }
+  fi
+  for ((i = 0; i < 100; i++)); do
+    [[ $(sinfo -h -n n2 -o %t 2>/dev/null) == idle ]] && return 0
+    ((i == 20)) && scontrol update nodename=n2 state=resume 2>/dev/null
+    sleep 0.2
+  done
+  echo "node n2 is not idle again: $(sinfo -h -n n2 -o %t 2>&1)" >&2
+}
+trap 'stop_stamping; restore_n2' EXIT
 
 # wait_for_line REGEX SECONDS: prints the arrival time of the first line matching.
 wait_for_line() {
@@ -84,7 +107,9 @@ kill_node_ranks() {
 
 cd "$work_dir"
 start=$(date +%s.%N)
-job_id=$(CHORUS_BUILD_DIR="$build_dir" MNIST_DIR="$mnist_dir" CHORUSRUN_OPTIONS="--network-interface lo" \
+heartbeat=30
+[[ $loss == node ]] && heartbeat=5
+job_id=$(CHORUS_HEARTBEAT_TIMEOUT_SECONDS=$heartbeat CHORUS_BUILD_DIR="$build_dir" MNIST_DIR="$mnist_dir" CHORUSRUN_OPTIONS="--network-interface lo" \
   CHORUS_MIN_NP=2 EPOCHS=$epochs COMMIT_EVERY=$commit_every CHORUS_ELASTIC_DIR="$commits" \
   timeout 30 sbatch --parsable --job-name=$job --nodes=2 --ntasks-per-node=2 --output="$output" "$script") ||
   fail "sbatch did not accept the job"
@@ -108,6 +133,20 @@ for ((i = 0; i < 600; i++)); do
 done
 ((i < 600)) || end_job "commit 3 did not appear in both nodes' folders ($commits/<job>/n1, n2) within 30 s: $(find "$commits" 2>&1 | tr '\n' ' ')"
 killed=$(date +%s.%N)
+if [[ $loss == node ]]; then
+  # The slurmstepd above n2's ranks, then slurmd, the step daemon and the ranks.
+  ranks=$(job_pids n2)
+  daemons=$(cat "$state_dir/run/slurmd-n2.pid")
+  for pid in $ranks; do
+    for ((up = 0; up < 4; up++)); do
+      pid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) || break
+      ((pid > 1)) || break
+      if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q slurmstepd; then daemons+=" $pid"; break; fi
+    done
+  done
+  echo "n2 lost: SIGKILL to slurmd and slurmstepd ($(echo $daemons | tr ' ' '\n' | sort -u | tr '\n' ' '))"
+  kill -KILL $daemons 2>/dev/null || true
+fi
 kill_node_ranks n2
 resumed=$(wait_for_line 'elastic: resumed from commit [0-9]+ .* now on 2 ranks' 60) ||
   end_job "training did not resume on 2 ranks within 60 s of the kill"
@@ -157,14 +196,17 @@ done
 
 named=$(grep -E 'chorusrun: elastic: host\(s\) n2 failed' "$timed" | head -n 1 | cut -d' ' -f1)
 step=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mean_step_seconds"])' "$summary")
-python3 - "$start" "$began" "$started" "$killed" "$named" "$resumed" "$step" "$commit_every" <<'PY' |
-start, began, started, killed, named, resumed, step, every = map(float, __import__("sys").argv[1:9])
+python3 - "$start" "$began" "$started" "$killed" "$named" "$resumed" "$step" "$commit_every" "$loss" "$heartbeat" <<'PY' |
+import sys
+start, began, started, killed, named, resumed, step, every = map(float, sys.argv[1:9])
+lost = "node n2's ranks killed" if sys.argv[9] == "ranks" else \
+    "node n2 lost (slurmd, slurmstepd, ranks; heartbeat %s s)" % sys.argv[10]
 print("elastic Slurm run (sbatch -N2, 2 virtual nodes x 2 ranks, train_mnist MLP, --commit-every %d):" % every)
 print("  sbatch -> job script running: %.2f s" % (began - start))
 print("  start-up (job script -> training on 4 ranks): %.2f s" % (started - began))
 print("  commit interval: %d steps x %.4f s = %.3f s" % (every, step, every * step))
-print("  node n2's ranks killed -> chorusrun names n2: %.2f s" % (named - killed))
-print("  node n2's ranks killed -> training again on 2 ranks (n1): %.2f s" % (resumed - killed))
+print("  %s -> chorusrun names n2: %.2f s" % (lost, named - killed))
+print("  %s -> training again on 2 ranks (n1): %.2f s" % (lost, resumed - killed))
 PY
   tee -a "${report:-/dev/null}"
 cd /
