@@ -29,6 +29,11 @@ enum class OpType : uint8_t {
   // handles of send_async() and recv_async().
   kSend,
   kRecv,
+  // Timeline control (chorus.h start_timeline(), stop_timeline()): requests
+  // of the global set; every rank applies them at the same point of the
+  // response order, and rank 0 opens or closes its trace there.
+  kStartTimeline,
+  kStopTimeline,
 };
 const char* op_type_name(OpType op);
 
@@ -44,13 +49,15 @@ struct Request {
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t root = 0;             // broadcast
-  std::string group;            // grouped allreduce: the group's name, else empty
+  std::string group;            // grouped collectives: the group's name, else empty
   int32_t group_size = 0;
   // The process set the collective runs on (0: the global set). A name is
   // unique within its set: (process_set, name) identifies a tensor.
   int32_t process_set = 0;
   std::vector<int64_t> set_ranks;  // kAddProcessSet: the new set's ranks, ascending
   int32_t set_id = 0;              // kRemoveProcessSet: the set removed
+  std::string timeline_path;       // kStartTimeline: the trace file rank 0 writes
+  bool mark_cycles = false;        // kStartTimeline: a marker per negotiation cycle
 
   // True when `other` asks for the same collective (everything but rank;
   // for allgather and alltoall the first dimension may differ).
@@ -72,6 +79,8 @@ struct Response {
     kShutdown,  // the job stops: every pending tensor fails with error_message
     kAddProcessSet,     // every rank creates set set_id of set_ranks here
     kRemoveProcessSet,  // every rank removes set set_id here
+    kStartTimeline,     // rank 0 starts writing timeline_path here
+    kStopTimeline,      // rank 0 closes its trace here
   };
   Type type = Type::kAllreduce;
   std::string name;
@@ -82,7 +91,8 @@ struct Response {
   double postscale = 1.0;
   int32_t root = 0;
   // Element count of the tensor (allreduce, broadcast, reducescatter), so a
-  // joined rank can contribute zeros of the right size.
+  // joined rank can contribute zeros of the right size; for allgather, of
+  // the gathered output (what fusion counts against its threshold).
   int64_t elements = 0;
   // allgather: the first dimension on each rank, indexed by rank.
   std::vector<int64_t> first_dims;
@@ -93,6 +103,8 @@ struct Response {
   int32_t process_set = 0;         // the set it runs on; ranks outside it skip it
   std::vector<int64_t> set_ranks;  // kAddProcessSet
   int32_t set_id = 0;              // kAddProcessSet (the id assigned), kRemoveProcessSet
+  std::string timeline_path;       // kStartTimeline
+  bool mark_cycles = false;        // kStartTimeline
 };
 const char* response_type_name(Response::Type type);
 Response::Type response_type_for(OpType op);
