@@ -126,7 +126,8 @@ Handle barrier_async(const ProcessSet& process_set = {});
 // go on without it, and their other collectives of the global set
 // (allgather, broadcast, alltoall, reducescatter) fail on every rank with an
 // error naming the joined ranks instead of waiting for them (docs/DESIGN.md,
-// "Join"). The handle's last_joined_rank() is the last rank to join.
+// "Join and the timeline at run time"). The handle's last_joined_rank() is
+// the last rank to join.
 Handle join_async();
 
 // Blocking forms: wait and throw on error.
@@ -154,15 +155,15 @@ void barrier(const ProcessSet& process_set = {});
 int join();
 
 // The timeline at run time: rank 0 writes the Chrome trace that
-// CHORUS_TIMELINE writes (docs/DESIGN.md, "Timeline") to `path`, of the
-// collectives negotiated after this call and before stop_timeline(), with a
-// CYCLE_START marker at each negotiation cycle when `mark_cycles`. Both are
-// collective over the job (a joined rank takes part without calling them):
-// every rank calls them with the same arguments, and every rank starts and
-// stops at the same point of the response order. They throw on every rank
-// alike when ranks disagree on the arguments, when a timeline is already
-// being written (by CHORUS_TIMELINE or start_timeline()), when none is (stop),
-// and when rank 0 cannot open `path` for writing.
+// CHORUS_TIMELINE writes (docs/DESIGN.md, "Join and the timeline at run
+// time") to `path`, of the collectives negotiated after this call and before
+// stop_timeline(), with a CYCLE_START marker at each negotiation cycle when
+// `mark_cycles`. Both are collective over the job (a joined rank takes part
+// without calling them): every rank calls them with the same arguments, and
+// every rank starts and stops at the same point of the response order. They
+// throw on every rank alike when ranks disagree on the arguments, when a
+// timeline is already being written (by CHORUS_TIMELINE or start_timeline()),
+// when none is (stop), and when rank 0 cannot open `path` for writing.
 void start_timeline(const std::string& path, bool mark_cycles = false);
 // Rank 0's file is a complete JSON array once this returns on any rank.
 void stop_timeline();
