@@ -60,7 +60,11 @@ Status HandleState::completion_event(std::shared_ptr<const Event>* out) const {
 void HandleState::set_output(int member, const Tensor& output, std::shared_ptr<void> storage) {
   std::lock_guard<std::mutex> lock(mutex_);
   const size_t i = static_cast<size_t>(member);
-  if (i >= outputs_.size()) return;  // entries are made with their handle's members only
+  if (member < 0 || member >= members_) return;  // entries are made with their handle's members only
+  if (outputs_.empty()) {
+    outputs_.resize(static_cast<size_t>(members_));
+    output_storage_.resize(static_cast<size_t>(members_));
+  }
   outputs_[i] = output;
   output_storage_[i] = std::move(storage);
 }
@@ -125,6 +129,7 @@ Tensor HandleState::output() const {
 
 std::vector<Tensor> HandleState::outputs() const {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (outputs_.empty()) return std::vector<Tensor>(static_cast<size_t>(members_));
   return outputs_;
 }
 

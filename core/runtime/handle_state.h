@@ -54,9 +54,7 @@ class HandleState {
         op_(op),
         blocked_(blocked),
         members_(members),
-        remaining_(members),
-        outputs_(static_cast<size_t>(members)),
-        output_storage_(static_cast<size_t>(members)) {}
+        remaining_(members) {}
 
   const std::string& name() const { return name_; }
   OpType op() const { return op_; }
@@ -128,7 +126,9 @@ class HandleState {
   int handed_to_device_ = 0;
   std::shared_ptr<const Event> finished_on_device_;  // the last member's
   Status status_;
-  std::vector<Tensor> outputs_;  // by member
+  // By member, sized by the first set_output(): most handles (allreduces)
+  // have none, and each allocation per collective shows in a small step.
+  std::vector<Tensor> outputs_;
   std::vector<std::shared_ptr<void>> output_storage_;
   std::vector<int64_t> received_splits_;
   int last_joined_rank_ = -1;
