@@ -8,18 +8,20 @@
 #   3. the link cut while ranks wait: the job ends (Open MPI's TCP keepalive,
 #      set by chorusrun) instead of hanging.
 # After each: no process left in either namespace.
-# Exit 77 (CTest SKIP_RETURN_CODE) where namespaces cannot be created.
+# Exit 77 (CTest SKIP_RETURN_CODE) without root; as root, namespaces that
+# cannot be created fail the test (test/support/prerequisites.sh).
 #   multihost_netns_test.sh CHORUSRUN LAUNCHER_TEST_PROGRAM
 set -uo pipefail
 
 chorusrun=$1
 program=$2
-skip() { echo "SKIP: $*"; exit 77; }
+source "$(dirname "$0")/../support/prerequisites.sh"
+setup_failed() { echo "FAIL: network-namespace hosts cannot be set up here: $*"; exit 1; }
 fail() { echo "FAIL: $*"; failed=1; }
 
-[[ $(id -u) -eq 0 ]] || skip "creating network namespaces needs root"
-command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
-command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
+chorus_require_root multihost_netns_test "creating network namespaces"
+chorus_require_tool multihost_netns_test ip "iproute2: the namespaces and their link"
+chorus_require_tool multihost_netns_test unshare "util-linux: a host name per namespace"
 
 id=$$
 ns1=chorus-h1-$id
@@ -44,9 +46,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ip netns add "$ns1" 2>/dev/null || skip "cannot create network namespaces here (ip netns add failed)"
-ip netns add "$ns2" || skip "cannot create a second network namespace"
-ip link add "$veth1" type veth peer name "$veth2" || skip "cannot create a veth pair"
+ip netns add "$ns1" || setup_failed "'ip netns add' failed"
+ip netns add "$ns2" || setup_failed "'ip netns add' failed for a second namespace"
+ip link add "$veth1" type veth peer name "$veth2" || setup_failed "cannot create a veth pair"
 ip link set "$veth1" netns "$ns1"
 ip link set "$veth2" netns "$ns2"
 ip -n "$ns1" addr add 10.200.0.1/24 dev "$veth1"
