@@ -4,6 +4,8 @@
 # reaches the second through an rsh agent script (as mpirun would use ssh).
 # Checks, with 2 ranks per host:
 #   1. a run whose ranks allreduce; every rank's tagged line names its host;
+#      the same from a --hostfile of 1 and 3 slots: each rank on the host
+#      the hostfile gives it;
 #   2. a rank on the remote host exiting 3: chorusrun names it and exits 3;
 #   3. the link cut while ranks wait: the job ends (Open MPI's TCP keepalive,
 #      set by chorusrun) instead of hanging.
@@ -72,12 +74,13 @@ exec ip netns exec "\$ns" unshare -u sh -c "hostname \$name; \$*"
 AGENT
 chmod +x "$work/rsh"
 
-# chorusrun ARGS... inside the first host, with a deadline.
-on_host1() {
+# chorusrun ARGS... inside the first host, with a deadline; on_host1 gives
+# it the hosts with -H, 2 ranks each.
+chorusrun_on_host1() {
   timeout -k 5 90 ip netns exec "$ns1" unshare -u sh -c 'hostname chorus-h1; exec "$@"' sh \
-    "$chorusrun" -H 10.200.0.1:2,10.200.0.2:2 --network-interface 10.200.0.0/24 \
-    --mpi-args "--mca plm_rsh_agent $work/rsh" "$@"
+    "$chorusrun" --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $work/rsh" "$@"
 }
+on_host1() { chorusrun_on_host1 -H 10.200.0.1:2,10.200.0.2:2 "$@"; }
 
 no_leftovers() {
   local i pids
@@ -102,6 +105,26 @@ for rank in 0 1 2 3; do
     fail "no line '[$rank] rank $rank of 4 on $host: allreduce sum 10'"
 done
 no_leftovers "allreduce run"
+
+# 1b. The hosts from a hostfile, as a user writes one (comments, uneven
+# slots, no -np): 4 ranks, the first host's one slot takes rank 0 and the
+# second host's three slots ranks 1-3.
+cat >"$work/hostfile" <<'HOSTS'
+# the job's hosts
+10.200.0.1 slots=1   # where chorusrun runs
+
+10.200.0.2 slots=3
+HOSTS
+out=$(chorusrun_on_host1 --hostfile "$work/hostfile" "$program" allreduce 2>&1); rc=$?
+echo "$out"
+[[ $rc -eq 0 ]] || fail "hostfile run exited $rc"
+for rank in 0 1 2 3; do
+  host=chorus-h2
+  ((rank == 0)) && host=chorus-h1
+  grep -qx "\[$rank\] rank $rank of 4 on $host: allreduce sum 10" <<<"$out" ||
+    fail "hostfile run: no line '[$rank] rank $rank of 4 on $host: allreduce sum 10'"
+done
+no_leftovers "hostfile run"
 
 # 2. A remote rank exits 3.
 out=$(on_host1 "$program" exit 3 3 2>&1); rc=$?
