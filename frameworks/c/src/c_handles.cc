@@ -103,7 +103,7 @@ chorus_result_t chorus_handle_release(chorus_handle_t handle) {
 const char* chorus_handle_error(chorus_handle_t handle) {
   static const char* const function = "chorus_handle_error";
   try {
-    return find(handle, function)->error().c_str();
+    return find(handle, function)->error();
   } catch (...) {
     // An unknown or released handle: the text saying so, which lives in
     // this thread's last error.

@@ -4,16 +4,16 @@
 
 namespace chorus::c_api {
 
-const std::string& HandleRecord::error() {
+const char* HandleRecord::error() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!error_known_) {
     const Status status = handle_.status();
-    if (status.code() != StatusCode::kInProgress) {
-      error_ = status.message();
-      error_known_ = true;
-    }
+    // Still running: a text of static storage, since error_ may change.
+    if (status.code() == StatusCode::kInProgress) return "";
+    error_ = status.message();
+    error_known_ = true;
   }
-  return error_;
+  return error_.c_str();
 }
 
 HandleTable& HandleTable::instance() {

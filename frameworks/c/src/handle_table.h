@@ -24,9 +24,9 @@ class HandleRecord {
   const Handle& handle() const { return handle_; }
   const char* collective() const { return collective_; }
   // Why the collective failed ("" while it runs or after it succeeded). Set
-  // once, when a failure is first seen, and never changed after: the text
+  // once, when the end is first seen, and never changed after: the text
   // stays at one address until the record is destroyed.
-  const std::string& error();
+  const char* error();
 
  private:
   Handle handle_;

@@ -116,8 +116,9 @@ typedef enum chorus_device_type {
   CHORUS_DEVICE_CUDA = 1 /* this rank's GPU (see chorus::supports in chorus.h) */
 } chorus_device_type_t;
 
-/* A non-owning description of contiguous memory, as chorus::Tensor. A
- * zero-initialised one is an empty uint8 scalar on the CPU. */
+/* A non-owning description of contiguous memory, as chorus::Tensor.
+ * Zero-initialised, it is a uint8 scalar in host memory whose data is still
+ * to be set. */
 typedef struct chorus_tensor {
   void* data;           /* may be NULL only when the tensor has no elements */
   int dtype;            /* chorus_dtype_t */
