@@ -10,10 +10,14 @@
 // 1F1B lets stage s hold at most S - s micro-batches between their forward
 // and their backward; each holds at most 4 boundary tensors there (the input
 // received, its gradient, the output, the output's gradient). So a stage's
-// peak must stay within S x 4B, and must not change with M (M = 8 against
-// M = 16: by less than one boundary tensor). GPipe runs every forward before
-// any backward, so its peak must grow by at least one boundary tensor per
-// extra micro-batch: the check that the counter sees what a stage holds.
+// peak must stay within S x 4B whatever M. And it must not grow with M: a
+// stage that kept anything of every micro-batch until the step's end would
+// hold at least 8B more at M = 16 than at M = 8; the figures may differ by
+// the sends still in transit at the peak (when a neighbour took a message
+// depends on timing, a boundary tensor or two), so less than 4B is required.
+// GPipe runs every forward before any backward, so its peak must grow by at
+// least one boundary tensor per extra micro-batch: the check that the
+// counter sees what a stage holds.
 #include <iostream>
 #include <string>
 
@@ -78,7 +82,7 @@ TEST_F(PipelineMemoryTest, OneFOneBHoldsAtMostSMicroBatchesWhateverTheirNumber) 
   const int64_t peak16 = stage_peak(ct::PipelineSchedule::k1F1B, 16);
   EXPECT_LE(peak8, size() * kMicroBatchBytes) << "M=8, stage " << rank();
   EXPECT_LE(peak16, size() * kMicroBatchBytes) << "M=16, stage " << rank();
-  EXPECT_LT(peak16 - peak8, kBoundaryBytes)
+  EXPECT_LT(peak16 - peak8, 4 * kBoundaryBytes)
       << "stage " << rank() << " held " << peak8 << " bytes at M=8 and " << peak16 << " at M=16";
 }
 
