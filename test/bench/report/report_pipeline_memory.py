@@ -97,6 +97,6 @@ def pipeline_memory_section(run, pieces, num, table, provenance):
                    ["highest stage", "vs smallest M", "vs smallest S"], rows)
     if run.get("sections"):
         lines += ["", "This section was measured in its own run (`" + run["command"] + "`), not beside the "
-                  "other sections of this page; it counts bytes, not time, so the machine's load does not "
-                  "change it."]
+                  "other sections of this page. It counts bytes, not time: the machine's load can only move a "
+                  "figure by a send still in transit at the peak (when a neighbour took it)."]
     return lines + provenance(run, [piece], ["pipeline memory, all S and M"])
