@@ -232,7 +232,9 @@ TEST_P(TorchReducescatterTest, PrescaleAndPostscale) {
   EXPECT_TRUE(close_to(ct::reducescatter(mine, "torch.reducescatter.scaled", options), expected));
   TorchHandle handle = ct::reducescatter_async(mine, "torch.reducescatter.scaled_async", options);
   const torch::Tensor result = result_of(handle);
-  if (result.defined()) EXPECT_TRUE(close_to(result, expected));
+  if (result.defined()) {
+    EXPECT_TRUE(close_to(result, expected));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, TorchReducescatterTest,
