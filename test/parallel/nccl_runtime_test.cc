@@ -190,8 +190,10 @@ TEST_F(NcclRuntimeTest, SixteenBitIntegersMoveButAreNotReducedAndReducescatterSc
     chorus::Tensor t = rt.upload(rows[rank]);
     const std::string refused = "'" + name + ".r': the NCCL backend cannot reduce " + chorus::dtype_name(dtype) +
                                 " tensors (NCCL has no 16-bit integer type";
-    EXPECT_THAT(thrown_by([&] { (void)chorus::allreduce_async(name + ".r", t); }).message(), ::testing::HasSubstr(refused));
-    EXPECT_THAT(thrown_by([&] { (void)chorus::reducescatter_async(name + ".r", t); }).message(), ::testing::HasSubstr(refused));
+    EXPECT_THAT(thrown_by([&] { (void)chorus::allreduce_async(name + ".r", t); }).message(),
+                ::testing::HasSubstr(refused));
+    EXPECT_THAT(thrown_by([&] { (void)chorus::reducescatter_async(name + ".r", t); }).message(),
+                ::testing::HasSubstr(refused));
     Handle ag = chorus::allgather(name + ".gather", t);
     EXPECT_TRUE(same_bytes(GpuRuntime::download(ag.output()).tensor(), reference_allgather(rows)));
     chorus::Tensor b = rt.upload(rows[rank]);
