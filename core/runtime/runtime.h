@@ -45,6 +45,10 @@ class Runtime {
   Status check_device(const std::string& name, const Device& device) const {
     return comm_->backends().check(name, device);
   }
+  // Whether the backend of `device` reduces `dtype` (NCCL has no int16).
+  Status check_reduction(const std::string& name, const Device& device, DataType dtype) const {
+    return comm_->backends().check_reduction(name, device, dtype);
+  }
   // Hands entries to the background thread; fails if a name is in flight
   // or the runtime has stopped.
   Status enqueue(std::vector<TensorEntry> entries) { return queue_.add(std::move(entries)); }
