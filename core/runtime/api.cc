@@ -116,6 +116,9 @@ std::vector<int> require_member(Runtime& rt, const ProcessSet& set, const char* 
                                         ProcessSetTable::describe(ranks) +
                                         "; only the set's members may submit to it"));
   }
+  // A failed set refuses work at once (fail_process_set()).
+  status = rt.process_sets().usable(set.id);
+  if (!status.ok()) throw Error(Status(status.code(), std::string(op) + " '" + name + "': " + status.message()));
   return ranks;
 }
 
@@ -153,8 +156,8 @@ void init(const InitOptions& options) {
     // Collective like init() itself: ids 1..n in the given order.
     for (const std::vector<int>& ranks : options.process_sets) add_process_set(ranks);
   } catch (const Error& e) {
-    // Every rank fails alike (bad lists fail locally on every rank that
-    // passes them; disagreeing ones in the negotiation, everywhere).
+    // Every rank fails alike: a list some rank refuses, or lists that
+    // disagree, fail the add in the negotiation, everywhere.
     RuntimeOwner::instance().shutdown();
     throw Error(Status(e.code(), std::string("init(): static process sets: ") + e.what()));
   }

@@ -1,18 +1,22 @@
 // The search over process sets under real mpirun ranks (np 2 and 4): groups
 // train at the same time, a trial's allreduce averages over its group only,
 // a trial that throws on one rank or diverges fails for its whole group and
-// the search goes on, the same seed gives the same configurations, and a bad
-// --ranks-per-trial is a clear error on every rank; ASHA and Hyperband over
-// groups of 2 ranks make the decisions their papers' rules give. Every check
-// on rank 0 is made against the search's log, with expectations computed
-// here from the group layout (ranks [gK, (g+1)K)) and the rules written out
-// again, not from the library.
+// the search goes on (also when the rank throws inside a collective the
+// others wait in: its group's set fails alone and is replaced), the same
+// seed gives the same configurations, and a bad --ranks-per-trial is a
+// clear error on every rank; ASHA and Hyperband over groups of 2 ranks make
+// the decisions their papers' rules give. Every check on rank 0 is made
+// against the search's log, with expectations computed here from the group
+// layout (ranks [gK, (g+1)K)) and the rules written out again, not from the
+// library.
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -153,17 +157,108 @@ TEST_F(TuneGroups, FailingTrialsFailTheirGroupAndTheSearchGoesOn) {
       EXPECT_EQ(t.state, TrialState::kFailed);
       EXPECT_EQ(first.error, first_rank + "the metric is NaN (the trial diverged)");
     } else if (t.id == 3) {
+      // Every member throws and fails the group's set: the error is that of
+      // the member whose failure reached the coordinator first (k is 2).
       EXPECT_EQ(t.state, TrialState::kFailed);
-      EXPECT_NE(first.error.find("the trial threw: boom everywhere"), std::string::npos) << first.error;
-      if (k > 1) {
-        EXPECT_NE(first.error.find(last_rank), std::string::npos) << first.error;
-      }
+      EXPECT_THAT(first.error, ::testing::AnyOf(::testing::Eq(first_rank + "the trial threw: boom everywhere"),
+                                                ::testing::Eq(last_rank + "the trial threw: boom everywhere")));
     } else {
       EXPECT_NE(t.state, TrialState::kFailed) << "trial " << t.id << ": " << first.error;
       EXPECT_DOUBLE_EQ(first.metric, group_average(first.group, k, t.id));
     }
     for (const auto& r : t.rungs) EXPECT_TRUE(r.finished) << "trial " << t.id << " rung " << r.rung;
   }
+}
+
+// Trial 1's last rank throws inside a collective of the trial (its
+// allreduce refuses an output of another dtype) while the group's other
+// ranks wait in that collective for it. They get the set's failure naming
+// that rank instead of waiting for ever; the trial is failed for the group,
+// the group's set is replaced, and the search finishes, the group's later
+// trials averaging over its new set. At np 4 the other group (group 0, which
+// gets trial 0 first) trains on: rank 0 holds trial 0 until the driver has
+// logged trial 1's failure, so that group 1 is sure to get a later trial.
+TEST_F(TuneGroups, ARankThatThrowsInsideACollectiveFailsItsGroupAloneAndTheSearchGoesOn) {
+  const int k = 2;
+  const int groups = size() / k;
+  int failing_rank = -1;  // the last rank of trial 1's group, on its members
+  std::string seen;       // what trial 1 threw on this rank
+  std::mutex mu;
+  std::condition_variable cv;
+  bool trial_1_failed = false;  // rank 0: the driver has reported it
+  const auto trial = [&](TrialContext& ctx) -> double {
+    if (ctx.trial == 0 && groups > 1 && chorus::rank() == 0) {
+      std::unique_lock<std::mutex> lock(mu);
+      EXPECT_TRUE(cv.wait_for(lock, kWaitTimeout, [&] { return trial_1_failed; }))
+          << "trial 1's failure was never reported while trial 0 ran";
+    }
+    double averaged = 0;
+    for (int64_t step = 0; step < ctx.budget; ++step) {
+      double value = contribution(chorus::rank(), ctx.trial);
+      chorus::AllreduceOptions options;
+      options.process_set = ctx.process_set;
+      try {
+        if (ctx.trial == 1) failing_rank = ctx.group * k + k - 1;
+        if (ctx.trial == 1 && step == 1 && chorus::rank() == failing_rank) {
+          float wrong = 0;
+          chorus::allreduce("trial.value", chorus::Tensor(&value, chorus::DataType::kFloat64, {1}),
+                            chorus::Tensor(&wrong, chorus::DataType::kFloat32, {1}), options);
+        }
+        chorus::allreduce("trial.value", chorus::Tensor(&value, chorus::DataType::kFloat64, {1}), options);
+      } catch (const chorus::Error& e) {
+        if (ctx.trial == 1) seen = e.what();
+        throw;
+      }
+      averaged = value;
+    }
+    return averaged;
+  };
+  RandomSearchOptions ro;
+  ro.max_budget = 3;
+  ro.trials = 3 * groups;
+  RandomSearchScheduler scheduler(ro);
+  SearchOptions options;
+  options.seed = 3;
+  options.progress = [&](const std::string& line) {
+    if (line.rfind("trial 1 rung 0 failed", 0) != 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    trial_1_failed = true;
+    cv.notify_all();
+  };
+  const std::optional<SearchLog> log = chorus::tune::run_distributed_search(space(), scheduler, trial, k, options);
+  ASSERT_EQ(log.has_value(), rank() == 0);
+  // Every set the search added is gone, the replacement included.
+  EXPECT_EQ(chorus::process_sets().size(), 1u);
+  const std::string refused = "output is float32 [1] on cpu; expected the input's float64 [1] on cpu";
+  if (failing_rank == rank()) {
+    EXPECT_THAT(seen, ::testing::HasSubstr(refused));
+  } else if (failing_rank >= 0) {
+    // A member that waited in the collective: the set's failure names the rank.
+    EXPECT_THAT(seen, ::testing::HasSubstr("failed on rank " + std::to_string(failing_rank) + ": the trial threw: "));
+    EXPECT_THAT(seen, ::testing::HasSubstr(refused));
+  }
+  if (rank() != 0) return;
+  ASSERT_EQ(log->trials().size(), static_cast<size_t>(3 * groups));
+  int failed_group = -1;
+  for (const TrialRecord& t : log->trials()) {
+    const auto& rung = t.rungs.at(0);
+    if (t.id == 1) {
+      failed_group = rung.group;
+      EXPECT_EQ(t.state, TrialState::kFailed);
+      EXPECT_THAT(rung.error, ::testing::StartsWith("rank " + std::to_string(rung.group * k + k - 1) +
+                                                    ": the trial threw: "));
+      EXPECT_THAT(rung.error, ::testing::HasSubstr(refused));
+    }
+  }
+  bool group_trained_after = false;
+  for (const TrialRecord& t : log->trials()) {
+    const auto& rung = t.rungs.at(0);
+    if (t.id == 1) continue;
+    EXPECT_EQ(t.state, TrialState::kCompleted) << "trial " << t.id << ": " << rung.error;
+    EXPECT_DOUBLE_EQ(rung.metric, group_average(rung.group, k, t.id)) << "trial " << t.id;
+    if (rung.group == failed_group && t.id > 1) group_trained_after = true;
+  }
+  EXPECT_TRUE(group_trained_after) << "group " << failed_group << " ran no trial after its set failed";
 }
 
 // Two searches with one seed hand out the same configurations; another seed
