@@ -12,8 +12,8 @@
 # Equality holds on any CPU: the runs take the same path, so OpenBLAS's
 # per-processor kernels cannot make them differ. (The check this replaces
 # compared with the single-process run of batch 128 within 2e-4, a bound
-# that depends on how rounding grows under Adam on the CPU at hand; on an
-# Intel Xeon the difference was 0.000203.) Ranks that skipped the average,
+# that depends on how rounding grows under Adam with the CPU's kernels: 1.6e-4
+# with OpenBLAS's Prescott kernels, 2.03e-4 with its AVX-512 SkylakeX ones.) Ranks that skipped the average,
 # reduced the wrong tensors, scaled it wrongly or stepped on stale gradients
 # differ from the first step on.
 #   train_mnist_e2e.sh TRAIN_MNIST REFERENCE_TRAIN CHECKPOINT_DIFF MPIEXEC DATA_DIR
