@@ -16,6 +16,7 @@ const char* op_type_name(OpType op) {
     case OpType::kShutdown: return "shutdown";
     case OpType::kAddProcessSet: return "add_process_set";
     case OpType::kRemoveProcessSet: return "remove_process_set";
+    case OpType::kFailProcessSet: return "fail_process_set";
     case OpType::kSend: return "send";
     case OpType::kRecv: return "recv";
     case OpType::kStartTimeline: return "start_timeline";
@@ -37,6 +38,7 @@ const char* response_type_name(Response::Type type) {
     case Response::Type::kShutdown: return "shutdown";
     case Response::Type::kAddProcessSet: return "add_process_set";
     case Response::Type::kRemoveProcessSet: return "remove_process_set";
+    case Response::Type::kFailProcessSet: return "fail_process_set";
     case Response::Type::kStartTimeline: return "start_timeline";
     case Response::Type::kStopTimeline: return "stop_timeline";
   }
@@ -55,6 +57,7 @@ Response::Type response_type_for(OpType op) {
     case OpType::kShutdown: return Response::Type::kShutdown;
     case OpType::kAddProcessSet: return Response::Type::kAddProcessSet;
     case OpType::kRemoveProcessSet: return Response::Type::kRemoveProcessSet;
+    case OpType::kFailProcessSet: return Response::Type::kFailProcessSet;
     case OpType::kStartTimeline: return Response::Type::kStartTimeline;
     case OpType::kStopTimeline: return Response::Type::kStopTimeline;
     case OpType::kSend:
@@ -73,8 +76,16 @@ std::string tensor_label(int32_t process_set, const std::string& name) {
   return "'" + name + "' of process set " + std::to_string(process_set);
 }
 
+std::string set_failure_text(int32_t process_set, const std::vector<int>& ranks, int32_t failing_rank,
+                             const std::string& reason) {
+  std::string members = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) members += (i ? ", " : "") + std::to_string(ranks[i]);
+  return "process set " + std::to_string(process_set) + " " + members + "] failed on rank " +
+         std::to_string(failing_rank) + ": " + reason;
+}
+
 bool Request::same_collective(const Request& other) const {
-  if (name != other.name || op != other.op || dtype != other.dtype) return false;
+  if (name != other.name || op != other.op || dtype != other.dtype || error != other.error) return false;
   // Ranks usually sit on different GPUs of one host, so only the kind of
   // device has to agree, not its index.
   if (device.kind != other.device.kind) return false;
@@ -96,9 +107,11 @@ bool Request::same_collective(const Request& other) const {
 
 namespace {
 
-// Version 3 of the wire format (2: process sets; 3: timeline control). Bump it when the layout changes: a peer built
+// Version 4 of the wire format (2: process sets; 3: a request's own
+// rejection, an error response's code, failing a set alone; 4: timeline
+// control). Bump it when the layout changes: a peer built
 // from other sources then fails loudly instead of misreading fields.
-constexpr uint8_t kWireVersion = 3;
+constexpr uint8_t kWireVersion = 4;
 // The second byte says what the blob holds, so a response list handed to the
 // request parser (or the reverse) is reported instead of half-parsed.
 constexpr uint8_t kRequestsTag = 'Q';
@@ -263,11 +276,13 @@ class Reader {
 
 // Smallest encodings, used to bound counts: every length prefix and fixed
 // field present, every string and vector empty.
-constexpr size_t kMinRequestBytes = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1;
-constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1;
+constexpr size_t kMinRequestBytes = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1;
+constexpr size_t kMinResponseBytes =
+    1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1 + 4 + 4 + 1;
 
 constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kStopTimeline);
 constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kStopTimeline);
+constexpr uint8_t kMaxStatusCode = static_cast<uint8_t>(StatusCode::kInProgress);
 constexpr uint8_t kMaxDtype = kNumDataTypes - 1;
 constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kProduct);
 constexpr uint8_t kMaxDeviceKind = static_cast<uint8_t>(Device::Kind::kCustom);
@@ -302,6 +317,7 @@ std::string serialize_requests(const std::vector<Request>& requests) {
     w.i32(q.process_set);
     w.dims(q.set_ranks);
     w.i32(q.set_id);
+    w.str(q.error);
     w.str(q.timeline_path);
     w.u8(q.mark_cycles ? 1 : 0);
   }
@@ -321,7 +337,7 @@ Status parse_requests(const std::string& bytes, std::vector<Request>* out) {
                     r.enumeration(&q.reduce_op, kMaxReduceOp, "reduce op") && r.f64(&q.prescale) &&
                     r.f64(&q.postscale) && r.i32(&q.root) && r.str(&q.group) &&
                     r.i32(&q.group_size) && r.i32(&q.process_set) && r.dims(&q.set_ranks) &&
-                    r.i32(&q.set_id) && r.str(&q.timeline_path) && r.flag(&q.mark_cycles);
+                    r.i32(&q.set_id) && r.str(&q.error) && r.str(&q.timeline_path) && r.flag(&q.mark_cycles);
     if (!ok) break;
     if (q.op == OpType::kSend || q.op == OpType::kRecv) {
       r.invalid("op " + std::string(op_type_name(q.op)) + ", which is never negotiated");
@@ -356,6 +372,8 @@ std::string serialize_responses(const std::vector<Response>& responses) {
     w.i32(p.process_set);
     w.dims(p.set_ranks);
     w.i32(p.set_id);
+    w.u8(static_cast<uint8_t>(p.error_code));
+    w.i32(p.failing_rank);
     w.str(p.timeline_path);
     w.u8(p.mark_cycles ? 1 : 0);
   }
@@ -376,6 +394,7 @@ Status parse_responses(const std::string& bytes, std::vector<Response>* out) {
         r.f64(&p.postscale) && r.i32(&p.root) && r.i64(&p.elements) && r.dims(&p.first_dims) &&
         r.str(&p.error_message) && r.i32(&p.last_joined_rank) && r.i32(&p.shutdown_rank) &&
         r.str(&p.group) && r.i32(&p.process_set) && r.dims(&p.set_ranks) && r.i32(&p.set_id) &&
+        r.enumeration(&p.error_code, kMaxStatusCode, "status code") && r.i32(&p.failing_rank) &&
         r.str(&p.timeline_path) && r.flag(&p.mark_cycles);
     if (!ok) break;
   }

@@ -15,7 +15,8 @@ bool fusable_type(Response::Type type) {
 bool is_fence(Response::Type type) {
   return type == Response::Type::kShutdown || type == Response::Type::kJoin ||
          type == Response::Type::kAddProcessSet || type == Response::Type::kRemoveProcessSet ||
-         type == Response::Type::kStartTimeline || type == Response::Type::kStopTimeline;
+         type == Response::Type::kFailProcessSet || type == Response::Type::kStartTimeline ||
+         type == Response::Type::kStopTimeline;
 }
 
 int64_t response_bytes(const Response& r) {

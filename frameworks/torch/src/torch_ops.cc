@@ -208,15 +208,28 @@ std::pair<::torch::Tensor, ::torch::Tensor> alltoall(const ::torch::Tensor& tens
 
 TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
                                 ReduceOp op, const ProcessSet& process_set) {
+  ReducescatterOptions options;
+  options.op = op;
+  options.process_set = process_set;
+  return reducescatter_async(tensor, name, options);
+}
+
+TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
+                                const ReducescatterOptions& options) {
   auto pending = allocating_op(tensor, name);
-  pending->handle = chorus::reducescatter_async(name, detail::view_of(pending->inputs[0], name), op,
-                                                detail::torch_allocator(pending->allocated.front()), process_set);
+  pending->handle = chorus::reducescatter_async(name, detail::view_of(pending->inputs[0], name), options,
+                                                detail::torch_allocator(pending->allocated.front()));
   return TorchHandle(std::move(pending));
 }
 
 ::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
                               ReduceOp op, const ProcessSet& process_set) {
   return reducescatter_async(tensor, name, op, process_set).wait();
+}
+
+::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
+                              const ReducescatterOptions& options) {
+  return reducescatter_async(tensor, name, options).wait();
 }
 
 TorchHandle grouped_allgather_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
@@ -237,10 +250,18 @@ std::vector<::torch::Tensor> grouped_allgather(const std::vector<::torch::Tensor
 
 TorchHandle grouped_reducescatter_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
                                         ReduceOp op, const ProcessSet& process_set) {
+  ReducescatterOptions options;
+  options.op = op;
+  options.process_set = process_set;
+  return grouped_reducescatter_async(tensors, name, options);
+}
+
+TorchHandle grouped_reducescatter_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                                        const ReducescatterOptions& options) {
   std::vector<chorus::Tensor> inputs;
   std::vector<OutputAllocator> allocators;
   auto pending = allocating_group(tensors, name, &inputs, &allocators);
-  pending->handle = chorus::grouped_reducescatter_async(name, inputs, op, allocators, process_set);
+  pending->handle = chorus::grouped_reducescatter_async(name, inputs, options, allocators);
   return TorchHandle(std::move(pending));
 }
 
@@ -252,6 +273,13 @@ std::vector<::torch::Tensor> grouped_reducescatter(const std::vector<::torch::Te
   return handle.outputs();
 }
 
+std::vector<::torch::Tensor> grouped_reducescatter(const std::vector<::torch::Tensor>& tensors,
+                                                   const std::string& name, const ReducescatterOptions& options) {
+  TorchHandle handle = grouped_reducescatter_async(tensors, name, options);
+  handle.wait();
+  return handle.outputs();
+}
+
 int join() { return chorus::join(); }
 
 void barrier(const ProcessSet& process_set) { chorus::barrier(process_set); }
@@ -259,6 +287,5 @@ void barrier(const ProcessSet& process_set) { chorus::barrier(process_set); }
 void start_timeline(const std::string& path, bool mark_cycles) { chorus::start_timeline(path, mark_cycles); }
 
 void stop_timeline() { chorus::stop_timeline(); }
-
 }  // namespace torch
 }  // namespace chorus
