@@ -37,6 +37,7 @@ TEST(ControllerLifecycleTest, JoinedRanksFailTheOthersDataCollectivesNamingThem)
   EXPECT_EQ(out[1].error_message, joined_error("broadcast", "b", "rank 2 has"));
   EXPECT_EQ(out[2].error_message, joined_error("alltoall", "a", "rank 2 has"));
   EXPECT_EQ(out[3].error_message, joined_error("reducescatter", "r", "rank 2 has"));
+  for (const Response& error : out) EXPECT_EQ(error.error_code, StatusCode::kPreconditionFailed) << error.name;
 
   // One submitted before rank 0 joins fails when it does; every joined rank
   // is named.
