@@ -137,6 +137,35 @@ TEST_F(GroupedCollectives, ReducescatterGivesEachRankItsRowsOfEveryMember) {
   }
 }
 
+TEST_F(GroupedCollectives, ReducescatterOptionsScaleEveryMember) {
+  const std::vector<Member>& members = reducescatter_members();
+  std::vector<std::vector<Buffer>> inputs;
+  std::vector<Buffer> mine;
+  for (size_t m = 0; m < members.size(); ++m) {
+    inputs.push_back(inputs_of(members, m, 150));
+    mine.push_back(inputs.back()[static_cast<size_t>(rank())]);
+  }
+  std::vector<Tensor> tensors;
+  for (Buffer& b : mine) tensors.push_back(b.tensor());
+  chorus::ReducescatterOptions options;
+  options.op = ReduceOp::kSum;
+  options.prescale_factor = 0.5;
+  options.postscale_factor = 3.0;
+  Handle handle = submit([&] { return chorus::grouped_reducescatter_async("grouped.scaled", tensors, options); });
+  ASSERT_DONE(handle);
+  const std::vector<Tensor> outputs = handle.outputs();
+  ASSERT_EQ(outputs.size(), members.size());
+  for (size_t m = 0; m < members.size(); ++m) {
+    // The scaled reduction's rows of this rank (integers as Horovod scales them).
+    const std::vector<double> full = reference_reduce(inputs[m], ReduceOp::kSum, 0.5, 3.0);
+    const Shape shape = members[m].shape_of(rank());
+    const auto rows = reducescatter_rows(shape[0], size(), rank());
+    const int64_t row = chorus::num_elements(shape) / shape[0];
+    const std::vector<double> expected(full.begin() + rows.first * row, full.begin() + rows.second * row);
+    EXPECT_TRUE(matches(outputs[m], expected)) << "member " << m;
+  }
+}
+
 TEST_F(GroupedCollectives, EachMemberUsesItsOwnAllocator) {
   const std::vector<Member>& members = allgather_members();
   std::vector<std::vector<Buffer>> inputs;
