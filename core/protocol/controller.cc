@@ -206,10 +206,19 @@ Status Controller::build_bits(Clock::time_point now, std::vector<uint64_t>* out)
     // A joined rank contributes zeros to allreduces, so it never holds one
     // back; it does not mark them ready either, so they fire only when some
     // rank that has not joined asks for them. Join concerns the global set.
+    // Other cached collectives of the global set cannot run without it:
+    // evicting them sends the others' requests to the coordinator, which
+    // fails them naming the joined ranks. (Barriers are never hits: each has
+    // a name of its own.)
     std::vector<uint32_t> zeros_given;
     for_each_set_bit(bits, w, kNotReady, [&](uint32_t slot) {
       const Response& cached = cache_.response(slot);
-      if (cached.type == Response::Type::kAllreduce && cached.process_set == 0) zeros_given.push_back(slot);
+      if (cached.process_set != 0) return;
+      if (cached.type == Response::Type::kAllreduce) {
+        zeros_given.push_back(slot);
+      } else if (cached.type != Response::Type::kBarrier) {
+        set_bit(&bits, w, kInvalid, slot);
+      }
     });
     for (uint32_t slot : zeros_given) bits[kNotReady * w + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   }

@@ -12,15 +12,21 @@
 //     slots ready on some rank (stall detection), the slots to evict, and
 //     whether any rank needs the slow path. A joined rank reports every cached
 //     allreduce as ready (it contributes zeros) but not in the "ready on some
-//     rank" half, so nothing fires once every rank has joined.
+//     rank" half, so nothing fires once every rank has joined; it flags the
+//     other cached collectives of the global set invalid, so the others'
+//     requests for them go to the coordinator, which fails them (below).
 //  3. Invalid slots are evicted on every rank. Slots ready everywhere become
 //     responses in slot order (identical on every rank).
 //  4. Slow path, when any rank has uncached requests (or after evictions):
 //     uncached requests are gathered to the coordinator, which records them
 //     in its message table; a name that every non-joined rank has requested
-//     is checked for agreement (op, dtype, shape, root, reduce op, scale
-//     factors, group) and becomes a response or an error response naming the
-//     two disagreeing ranks and their values; an error for a member of a
+//     (every rank, for adding or removing a process set) is checked for
+//     agreement (op, dtype, shape, root, reduce op, scale factors, timeline
+//     arguments, group) and becomes a response or an error response naming
+//     the two disagreeing ranks and their values. A joined rank takes part
+//     without a request in allreduces (zeros), barriers and timeline control;
+//     any other collective of the global set that it did not request fails
+//     with an error naming the joined ranks. An error for a member of a
 //     group fails the group's other members still waiting (in the table or
 //     ready on only some ranks) with it. Join, shutdown and stall
 //     shutdown responses are added here. The list is broadcast; every rank

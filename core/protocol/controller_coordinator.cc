@@ -8,6 +8,39 @@
 #include "protocol/request_validation.h"
 
 namespace chorus {
+namespace {
+
+// What a joined rank takes part in without a request of its own: allreduces
+// (it contributes zeros), barriers and timeline control.
+bool takes_joined_ranks(OpType op) {
+  return op == OpType::kAllreduce || op == OpType::kBarrier || op == OpType::kStartTimeline ||
+         op == OpType::kStopTimeline;
+}
+
+// Why `request`'s collective cannot run: `joined` (ascending) have joined
+// and did not submit it.
+std::string joined_error(const Request& request, const std::vector<int>& joined) {
+  std::string who;
+  if (joined.size() == 1) {
+    who = "rank " + std::to_string(joined[0]) + " has";
+  } else {
+    who = "ranks [";
+    for (size_t i = 0; i < joined.size(); ++i) who += (i ? ", " : "") + std::to_string(joined[i]);
+    who += "] have";
+  }
+  return std::string(op_type_name(request.op)) + " '" + request.name + "' cannot run while " + who +
+         " joined: a joined rank takes part only in allreduces (contributing zeros), barriers and timeline "
+         "control; run it on every rank before join(), or after join() has returned";
+}
+
+// Elements in one first-dimension row of `shape` (a scalar is one row of one).
+int64_t row_elements(const Shape& shape) {
+  int64_t row = 1;
+  for (size_t i = 1; i < shape.size(); ++i) row *= shape[i];
+  return row;
+}
+
+}  // namespace
 
 std::vector<Response> Controller::coordinate(const std::vector<std::vector<Request>>& by_rank) {
   std::vector<Response> out;
@@ -125,15 +158,17 @@ bool Controller::complete(const TableEntry& entry) const {
     if (ranks == nullptr) return false;
     return std::all_of(ranks->begin(), ranks->end(), [&](int r) { return entry.by_rank.count(r) > 0; });
   }
-  // Joined ranks contribute zeros to allreduces only; every other collective
-  // needs all ranks. A name some rank asked for with another op is not an
-  // allreduce: it waits for everyone and then fails validation.
-  const bool allreduce = std::all_of(entry.by_rank.begin(), entry.by_rank.end(), [](const auto& kv) {
-    return kv.second.op == OpType::kAllreduce;
+  // Adding or removing a process set needs every rank (a joined one cannot
+  // submit it until its join() has returned).
+  const bool changes_sets = std::any_of(entry.by_rank.begin(), entry.by_rank.end(), [](const auto& kv) {
+    return kv.second.op == OpType::kAddProcessSet || kv.second.op == OpType::kRemoveProcessSet;
   });
+  // Otherwise a joined rank never holds a collective back: it takes part in
+  // some without a request (takes_joined_ranks()), and the others fail,
+  // naming it, instead of waiting for a rank that has no more data.
   for (int r = 0; r < size_; ++r) {
     if (entry.by_rank.count(r)) continue;
-    if (!(allreduce && joined_ranks_.count(r))) return false;
+    if (changes_sets || !joined_ranks_.count(r)) return false;
   }
   return true;
 }
@@ -156,11 +191,25 @@ Response Controller::make_response(const TableEntry& entry, FailedGroups* failed
   Response response;
   response.name = entry.by_rank.begin()->second.name;
   response.process_set = entry.by_rank.begin()->second.process_set;
-  std::optional<std::string> rejected = find_rejection(entry.by_rank);
-  if (rejected) response.error_code = StatusCode::kInvalidArgument;
-  if (auto mismatch = rejected ? std::move(rejected) : find_mismatch(entry.by_rank)) {
+  std::optional<std::string> error = find_rejection(entry.by_rank);
+  if (error) {
+    response.error_code = StatusCode::kInvalidArgument;
+  } else {
+    error = find_mismatch(entry.by_rank);
+  }
+  if (!error && response.process_set == 0 && !takes_joined_ranks(entry.by_rank.begin()->second.op)) {
+    std::vector<int> joined;
+    for (int r : joined_ranks_) {
+      if (!entry.by_rank.count(r)) joined.push_back(r);
+    }
+    if (!joined.empty()) {
+      error = joined_error(entry.by_rank.begin()->second, joined);
+      response.error_code = StatusCode::kPreconditionFailed;
+    }
+  }
+  if (error) {
     response.type = Response::Type::kError;
-    response.error_message = std::move(*mismatch);
+    response.error_message = std::move(*error);
     for (const auto& [r, request] : entry.by_rank) {
       if (!request.group.empty()) {
         failed_groups->emplace(tensor_key(request.process_set, request.group), response.error_message);
@@ -188,11 +237,18 @@ Response Controller::make_response(const TableEntry& entry, FailedGroups* failed
       // Every member takes part in an allgather, so every index is filled:
       // the ranks of the job in order, or the set's members (by set rank). A
       // scalar gathers as one row.
+      int64_t rows = 0;
       for (const auto& [r, request] : entry.by_rank) {
         response.first_dims.push_back(request.shape.empty() ? 1 : request.shape[0]);
+        rows += response.first_dims.back();
       }
+      response.elements = rows * row_elements(first.shape);
       break;
     }
+    case OpType::kStartTimeline:
+      response.timeline_path = first.timeline_path;
+      response.mark_cycles = first.mark_cycles;
+      break;
     case OpType::kAddProcessSet:
       response.set_ranks = first.set_ranks;
       response.set_id = next_set_id_++;

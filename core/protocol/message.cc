@@ -19,6 +19,8 @@ const char* op_type_name(OpType op) {
     case OpType::kFailProcessSet: return "fail_process_set";
     case OpType::kSend: return "send";
     case OpType::kRecv: return "recv";
+    case OpType::kStartTimeline: return "start_timeline";
+    case OpType::kStopTimeline: return "stop_timeline";
   }
   return "invalid-op";
 }
@@ -37,6 +39,8 @@ const char* response_type_name(Response::Type type) {
     case Response::Type::kAddProcessSet: return "add_process_set";
     case Response::Type::kRemoveProcessSet: return "remove_process_set";
     case Response::Type::kFailProcessSet: return "fail_process_set";
+    case Response::Type::kStartTimeline: return "start_timeline";
+    case Response::Type::kStopTimeline: return "stop_timeline";
   }
   return "invalid-response";
 }
@@ -54,6 +58,8 @@ Response::Type response_type_for(OpType op) {
     case OpType::kAddProcessSet: return Response::Type::kAddProcessSet;
     case OpType::kRemoveProcessSet: return Response::Type::kRemoveProcessSet;
     case OpType::kFailProcessSet: return Response::Type::kFailProcessSet;
+    case OpType::kStartTimeline: return Response::Type::kStartTimeline;
+    case OpType::kStopTimeline: return Response::Type::kStopTimeline;
     case OpType::kSend:
     case OpType::kRecv: break;  // never negotiated
   }
@@ -88,6 +94,7 @@ bool Request::same_collective(const Request& other) const {
   }
   if (root != other.root || group != other.group || group_size != other.group_size) return false;
   if (process_set != other.process_set || set_ranks != other.set_ranks || set_id != other.set_id) return false;
+  if (timeline_path != other.timeline_path || mark_cycles != other.mark_cycles) return false;
   if (shape.size() != other.shape.size()) return false;
   // Allgather and alltoall concatenate or split along the first dimension,
   // so each rank may bring a different number of rows.
@@ -100,10 +107,11 @@ bool Request::same_collective(const Request& other) const {
 
 namespace {
 
-// Version 3 of the wire format (2: process sets; 3: a request's own
-// rejection, an error response's code, failing a set alone). Bump it when the layout changes: a peer built
+// Version 4 of the wire format (2: process sets; 3: a request's own
+// rejection, an error response's code, failing a set alone; 4: timeline
+// control). Bump it when the layout changes: a peer built
 // from other sources then fails loudly instead of misreading fields.
-constexpr uint8_t kWireVersion = 3;
+constexpr uint8_t kWireVersion = 4;
 // The second byte says what the blob holds, so a response list handed to the
 // request parser (or the reverse) is reported instead of half-parsed.
 constexpr uint8_t kRequestsTag = 'Q';
@@ -219,6 +227,16 @@ class Reader {
     *v = static_cast<E>(x);
     return true;
   }
+  // A bool stored as one byte, 0 or 1.
+  bool flag(bool* v) {
+    uint8_t x = 0;
+    if (!u8(&x)) return false;
+    if (x > 1) return fail("invalid flag " + std::to_string(x));
+    *v = x == 1;
+    return true;
+  }
+  // A field that read fine but is not allowed where it is.
+  void invalid(const std::string& why) { (void)fail(why); }
   bool done() {
     if (!error_.empty()) return false;
     if (remaining() != 0) return fail(std::to_string(remaining()) + " trailing bytes");
@@ -258,11 +276,12 @@ class Reader {
 
 // Smallest encodings, used to bound counts: every length prefix and fixed
 // field present, every string and vector empty.
-constexpr size_t kMinRequestBytes = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4;
-constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1 + 4;
+constexpr size_t kMinRequestBytes = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1;
+constexpr size_t kMinResponseBytes =
+    1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1 + 4 + 4 + 1;
 
-constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kFailProcessSet);
-constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kFailProcessSet);
+constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kStopTimeline);
+constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kStopTimeline);
 constexpr uint8_t kMaxStatusCode = static_cast<uint8_t>(StatusCode::kInProgress);
 constexpr uint8_t kMaxDtype = kNumDataTypes - 1;
 constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kProduct);
@@ -299,6 +318,8 @@ std::string serialize_requests(const std::vector<Request>& requests) {
     w.dims(q.set_ranks);
     w.i32(q.set_id);
     w.str(q.error);
+    w.str(q.timeline_path);
+    w.u8(q.mark_cycles ? 1 : 0);
   }
   return w.take();
 }
@@ -316,8 +337,12 @@ Status parse_requests(const std::string& bytes, std::vector<Request>* out) {
                     r.enumeration(&q.reduce_op, kMaxReduceOp, "reduce op") && r.f64(&q.prescale) &&
                     r.f64(&q.postscale) && r.i32(&q.root) && r.str(&q.group) &&
                     r.i32(&q.group_size) && r.i32(&q.process_set) && r.dims(&q.set_ranks) &&
-                    r.i32(&q.set_id) && r.str(&q.error);
+                    r.i32(&q.set_id) && r.str(&q.error) && r.str(&q.timeline_path) && r.flag(&q.mark_cycles);
     if (!ok) break;
+    if (q.op == OpType::kSend || q.op == OpType::kRecv) {
+      r.invalid("op " + std::string(op_type_name(q.op)) + ", which is never negotiated");
+      break;
+    }
   }
   if (!r.done()) {
     out->clear();
@@ -349,6 +374,8 @@ std::string serialize_responses(const std::vector<Response>& responses) {
     w.i32(p.set_id);
     w.u8(static_cast<uint8_t>(p.error_code));
     w.i32(p.failing_rank);
+    w.str(p.timeline_path);
+    w.u8(p.mark_cycles ? 1 : 0);
   }
   return w.take();
 }
@@ -367,7 +394,8 @@ Status parse_responses(const std::string& bytes, std::vector<Response>* out) {
         r.f64(&p.postscale) && r.i32(&p.root) && r.i64(&p.elements) && r.dims(&p.first_dims) &&
         r.str(&p.error_message) && r.i32(&p.last_joined_rank) && r.i32(&p.shutdown_rank) &&
         r.str(&p.group) && r.i32(&p.process_set) && r.dims(&p.set_ranks) && r.i32(&p.set_id) &&
-        r.enumeration(&p.error_code, kMaxStatusCode, "status code") && r.i32(&p.failing_rank);
+        r.enumeration(&p.error_code, kMaxStatusCode, "status code") && r.i32(&p.failing_rank) &&
+        r.str(&p.timeline_path) && r.flag(&p.mark_cycles);
     if (!ok) break;
   }
   if (!r.done()) {

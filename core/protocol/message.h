@@ -33,6 +33,11 @@ enum class OpType : uint8_t {
   // handles of send_async() and recv_async().
   kSend,
   kRecv,
+  // Timeline control (chorus.h start_timeline(), stop_timeline()): requests
+  // of the global set; every rank applies them at the same point of the
+  // response order, and rank 0 opens or closes its trace there.
+  kStartTimeline,
+  kStopTimeline,
 };
 const char* op_type_name(OpType op);
 
@@ -48,7 +53,7 @@ struct Request {
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t root = 0;             // broadcast
-  std::string group;            // grouped allreduce: the group's name, else empty
+  std::string group;            // grouped collectives: the group's name, else empty
   int32_t group_size = 0;
   // The process set the collective runs on (0: the global set). A name is
   // unique within its set: (process_set, name) identifies a tensor.
@@ -61,6 +66,8 @@ struct Request {
   // an error naming this rank and the reason) and no rank's call is paired
   // with another rank's later one. kFailProcessSet: the member's reason.
   std::string error;
+  std::string timeline_path;       // kStartTimeline: the trace file rank 0 writes
+  bool mark_cycles = false;        // kStartTimeline: a marker per negotiation cycle
 
   // True when `other` asks for the same collective (everything but rank;
   // for allgather and alltoall the first dimension may differ).
@@ -85,6 +92,8 @@ struct Response {
     // Set set_id failed (failing_rank's fail_process_set, with error_message
     // its reason): every member fails the set's pending and later work.
     kFailProcessSet,
+    kStartTimeline,     // rank 0 starts writing timeline_path here
+    kStopTimeline,      // rank 0 closes its trace here
   };
   Type type = Type::kAllreduce;
   std::string name;
@@ -95,7 +104,8 @@ struct Response {
   double postscale = 1.0;
   int32_t root = 0;
   // Element count of the tensor (allreduce, broadcast, reducescatter), so a
-  // joined rank can contribute zeros of the right size.
+  // joined rank can contribute zeros of the right size; for allgather, of
+  // the gathered output (what fusion counts against its threshold).
   int64_t elements = 0;
   // allgather: the first dimension on each rank, indexed by rank.
   std::vector<int64_t> first_dims;
@@ -111,6 +121,8 @@ struct Response {
   std::vector<int64_t> set_ranks;  // kAddProcessSet
   int32_t set_id = 0;              // kAddProcessSet (the id assigned), kRemoveProcessSet, kFailProcessSet
   int32_t failing_rank = -1;       // kFailProcessSet
+  std::string timeline_path;       // kStartTimeline
+  bool mark_cycles = false;        // kStartTimeline
 };
 const char* response_type_name(Response::Type type);
 Response::Type response_type_for(OpType op);

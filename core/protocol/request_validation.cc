@@ -78,6 +78,12 @@ const Field kFields[] = {
     {"process set", [](OpType op) { return op == OpType::kRemoveProcessSet; },
      [](const Request& a, const Request& b) { return a.set_id != b.set_id; },
      [](const Request& r) { return std::to_string(r.set_id); }},
+    {"timeline path", [](OpType op) { return op == OpType::kStartTimeline; },
+     [](const Request& a, const Request& b) { return a.timeline_path != b.timeline_path; },
+     [](const Request& r) { return "'" + r.timeline_path + "'"; }},
+    {"mark cycles", [](OpType op) { return op == OpType::kStartTimeline; },
+     [](const Request& a, const Request& b) { return a.mark_cycles != b.mark_cycles; },
+     [](const Request& r) { return std::string(r.mark_cycles ? "true" : "false"); }},
     {"group", always,
      [](const Request& a, const Request& b) {
        return a.group != b.group || a.group_size != b.group_size;

@@ -217,6 +217,90 @@ Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor
     request.group = name;
     request.group_size = static_cast<int32_t>(inputs.size());
     entries.push_back(make_entry(std::move(request), inputs[i], outputs[i], handle));
+    entries.back().member = static_cast<int>(i);
+  }
+  return submit(*rt, std::move(entries));
+}
+
+namespace {
+
+// The checks every grouped collective whose outputs the runtime allocates
+// makes of its inputs and allocators.
+void check_group(const std::string& name, const char* op, size_t inputs, size_t allocators) {
+  if (inputs == 0) {
+    throw Error(Status::InvalidArgument("'" + name + "': grouped " + op + " got no inputs; expected at least one"));
+  }
+  if (allocators != 0 && allocators != inputs) {
+    throw Error(Status::InvalidArgument("'" + name + "': grouped " + op + " got " + std::to_string(inputs) +
+                                        " inputs and " + std::to_string(allocators) +
+                                        " output allocators; expected one allocator per input, or none"));
+  }
+}
+
+// Member `i` of a group of `size` named `group`: its request made, the
+// caller's allocator for it (if any) attached.
+TensorEntry group_member(Request request, const std::string& group, size_t i, size_t size, const Tensor& input,
+                         const std::vector<OutputAllocator>& allocators,
+                         const std::shared_ptr<detail::HandleState>& handle) {
+  request.group = group;
+  request.group_size = static_cast<int32_t>(size);
+  TensorEntry entry = make_entry(std::move(request), input, Tensor(), handle);
+  entry.member = static_cast<int>(i);
+  if (!allocators.empty()) entry.allocator = allocators[i];
+  return entry;
+}
+
+}  // namespace
+
+Handle grouped_allgather_async(const std::string& name, const std::vector<Tensor>& inputs,
+                               const std::vector<OutputAllocator>& allocators, const ProcessSet& process_set) {
+  auto rt = runtime();
+  throw_if_error(check_name(name));
+  check_group(name, "allgather", inputs.size(), allocators.size());
+  require_member(*rt, process_set, "grouped allgather", name);
+  auto handle = rt->new_handle(name, OpType::kAllgather, static_cast<int>(inputs.size()));
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string member = name + "." + std::to_string(i);
+    throw_if_error(check_has_first_dim(member, "allgather", inputs[i]));
+    check_set_device(process_set, member, inputs[i].device);
+    check_device(*rt, member, inputs[i].device);
+    Request request = base_request(member, OpType::kAllgather, inputs[i], rt->topology().rank);
+    request.process_set = process_set.id;
+    entries.push_back(group_member(std::move(request), name, i, inputs.size(), inputs[i], allocators, handle));
+  }
+  return submit(*rt, std::move(entries));
+}
+
+Handle grouped_reducescatter_async(const std::string& name, const std::vector<Tensor>& inputs, ReduceOp op,
+                                   const std::vector<OutputAllocator>& allocators, const ProcessSet& process_set) {
+  ReducescatterOptions options;
+  options.op = op;
+  options.process_set = process_set;
+  return grouped_reducescatter_async(name, inputs, options, allocators);
+}
+
+Handle grouped_reducescatter_async(const std::string& name, const std::vector<Tensor>& inputs,
+                                   const ReducescatterOptions& options,
+                                   const std::vector<OutputAllocator>& allocators) {
+  auto rt = runtime();
+  throw_if_error(check_name(name));
+  check_group(name, "reducescatter", inputs.size(), allocators.size());
+  require_member(*rt, options.process_set, "grouped reducescatter", name);
+  auto handle = rt->new_handle(name, OpType::kReducescatter, static_cast<int>(inputs.size()));
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string member = name + "." + std::to_string(i);
+    throw_if_error(check_reducescatter(member, inputs[i], options));
+    check_set_device(options.process_set, member, inputs[i].device);
+    check_device(*rt, member, inputs[i].device);
+    throw_if_error(rt->check_reduction(member, inputs[i].device, inputs[i].dtype));
+    Request request = base_request(member, OpType::kReducescatter, inputs[i], rt->topology().rank);
+    request.reduce_op = options.op;
+    request.prescale = options.prescale_factor;
+    request.postscale = options.postscale_factor;
+    request.process_set = options.process_set.id;
+    entries.push_back(group_member(std::move(request), name, i, inputs.size(), inputs[i], allocators, handle));
   }
   return submit(*rt, std::move(entries));
 }
@@ -348,6 +432,24 @@ Handle alltoall(const std::string& name, const Tensor& input, const std::vector<
 Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op, OutputAllocator allocator,
                      const ProcessSet& process_set) {
   Handle handle = reducescatter_async(name, input, op, std::move(allocator), process_set);
+  handle.wait();
+  return handle;
+}
+Handle grouped_allgather(const std::string& name, const std::vector<Tensor>& inputs,
+                         const std::vector<OutputAllocator>& allocators, const ProcessSet& process_set) {
+  Handle handle = grouped_allgather_async(name, inputs, allocators, process_set);
+  handle.wait();
+  return handle;
+}
+Handle grouped_reducescatter(const std::string& name, const std::vector<Tensor>& inputs, ReduceOp op,
+                             const std::vector<OutputAllocator>& allocators, const ProcessSet& process_set) {
+  Handle handle = grouped_reducescatter_async(name, inputs, op, allocators, process_set);
+  handle.wait();
+  return handle;
+}
+Handle grouped_reducescatter(const std::string& name, const std::vector<Tensor>& inputs,
+                             const ReducescatterOptions& options, const std::vector<OutputAllocator>& allocators) {
+  Handle handle = grouped_reducescatter_async(name, inputs, options, allocators);
   handle.wait();
   return handle;
 }

@@ -42,7 +42,7 @@ Status allocate_output(TensorEntry& entry, const Shape& shape, DeviceOps* device
                                      dtype_name(out->dtype) + "; expected " + shape_to_string(shape) +
                                      " " + dtype_name(dtype));
     }
-    entry.handle->set_output(*out, nullptr);
+    entry.handle->set_output(entry.member, *out, nullptr);
     return Status::OK();
   }
   const size_t bytes = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
@@ -52,7 +52,7 @@ Status allocate_output(TensorEntry& entry, const Shape& shape, DeviceOps* device
     return Status(allocated.code(), allocated.message() + " for the output of '" + entry.request.name + "'");
   }
   *out = Tensor(storage.get(), dtype, shape, where);
-  entry.handle->set_output(*out, std::move(storage));
+  entry.handle->set_output(entry.member, *out, std::move(storage));
   return Status::OK();
 }
 
@@ -199,7 +199,9 @@ Executor::DeviceBuffers& Executor::buffers_of(const Device& device) {
 }
 
 Status Executor::allgather(Run& run, WorkPtr* work) {
+  if (run.unit.size() > 1) return allgather_fused(run, work);
   const Response& response = run.unit.front();
+  if (!run.entries[0]) return Status::Internal("allgather response without a local entry");
   TensorEntry& entry = *run.entries[0];
   const Shape& shape = entry.request.shape;
   const int64_t row = row_elements(shape);
@@ -216,6 +218,85 @@ Status Executor::allgather(Run& run, WorkPtr* work) {
   const auto start = Clock::now();
   *work = run.backend->allgatherv(entry.input_data, output.data, counts, response.dtype);
   if (timeline_->enabled()) timeline_->span(response.name, "ALLGATHER", start, Clock::now());
+  return Status::OK();
+}
+
+// Several allgathers as one: this rank's inputs go one after the other into
+// the fusion buffer, one allgatherv gathers every rank's block (rank r's
+// holds its rows of each tensor in unit order), and each tensor's rows are
+// copied out of every rank's block into its output. The buffer holds this
+// rank's block, then the gathered blocks.
+Status Executor::allgather_fused(Run& run, WorkPtr* work) {
+  const ExecutionUnit& unit = run.unit;
+  Entries& entries = run.entries;
+  const DataType dtype = unit.front().dtype;
+  const size_t element = dtype_size(dtype);
+  const int size = run.place.size;
+  for (const auto& entry : entries) {
+    if (!entry) return Status::Internal("allgather response without a local entry");
+  }
+  std::vector<int64_t> rows_of(unit.size(), 0);  // each tensor's gathered rows
+  std::vector<int64_t> counts(static_cast<size_t>(size), 0);  // each rank's block
+  int64_t total = 0;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    const int64_t row = row_elements(entries[i]->request.shape);
+    for (int r = 0; r < size; ++r) {
+      const int64_t rows = unit[i].first_dims[static_cast<size_t>(r)];
+      rows_of[i] += rows;
+      counts[static_cast<size_t>(r)] += rows * row;
+    }
+    total += rows_of[i] * row;
+  }
+  const int64_t mine = counts[static_cast<size_t>(run.place.rank)];
+  void* buffer = nullptr;
+  CHORUS_RETURN_IF_ERROR(fusion_buffer(run, static_cast<size_t>(mine + total) * element, &buffer));
+  char* send = static_cast<char*>(buffer);
+  char* gathered = send + static_cast<size_t>(mine) * element;
+
+  auto start = Clock::now();
+  copies_.clear();
+  size_t offset = 0;
+  for (const auto& entry : entries) {
+    const size_t bytes = entry->bytes();
+    copies_.push_back({send + offset, entry->input_data, bytes});
+    offset += bytes;
+  }
+  CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
+  span(entries, unit, "MEMCPY_IN_FUSION_BUFFER", start);
+
+  // Outputs are filled by copies, which an output that could not be
+  // allocated skips.
+  std::vector<Tensor> outputs(unit.size());
+  for (size_t i = 0; i < unit.size(); ++i) {
+    Shape out_shape = entries[i]->request.shape;
+    out_shape[0] = rows_of[i];
+    CHORUS_RETURN_IF_ERROR(output_for(run, i, out_shape, false, &outputs[i]));
+  }
+
+  start = Clock::now();
+  *work = run.backend->allgatherv(send, gathered, counts, dtype);
+  span(entries, unit, "ALLGATHER", start, {{"fused_tensors", static_cast<int64_t>(unit.size())}});
+
+  start = Clock::now();
+  copies_.clear();
+  std::vector<size_t> written(unit.size(), 0);  // bytes of each output filled so far
+  size_t block = 0;                             // where rank r's block starts
+  for (int r = 0; r < size; ++r) {
+    size_t at = block;
+    for (size_t i = 0; i < unit.size(); ++i) {
+      const size_t bytes = static_cast<size_t>(unit[i].first_dims[static_cast<size_t>(r)] *
+                                               row_elements(entries[i]->request.shape)) *
+                           element;
+      if (own_errors_[i].ok() && bytes > 0) {
+        copies_.push_back({static_cast<char*>(outputs[i].data) + written[i], gathered + at, bytes});
+      }
+      written[i] += bytes;
+      at += bytes;
+    }
+    block += static_cast<size_t>(counts[static_cast<size_t>(r)]) * element;
+  }
+  CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
+  span(entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);
   return Status::OK();
 }
 

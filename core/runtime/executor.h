@@ -97,6 +97,7 @@ class Executor {
   // (Backend::fuses_in_place): no copies through the fusion buffer.
   Status allreduce_in_place(Run& run, int64_t total, WorkPtr* work);
   Status allgather(Run& run, WorkPtr* work);
+  Status allgather_fused(Run& run, WorkPtr* work);
   Status alltoall(Run& run, WorkPtr* work);
   Status reducescatter(Run& run, WorkPtr* work);
 

@@ -4,16 +4,19 @@ namespace chorus {
 namespace {
 
 bool fusable_type(Response::Type type) {
-  return type == Response::Type::kAllreduce || type == Response::Type::kReducescatter;
+  return type == Response::Type::kAllreduce || type == Response::Type::kReducescatter ||
+         type == Response::Type::kAllgather;
 }
 
 // Responses that change what the job is doing: nothing that comes after one
 // of them may be pulled ahead of it (work after a shutdown must fail, not
-// run; a join changes who contributes data).
+// run; a join changes who contributes data; what follows a timeline's stop
+// must not show in it).
 bool is_fence(Response::Type type) {
   return type == Response::Type::kShutdown || type == Response::Type::kJoin ||
          type == Response::Type::kAddProcessSet || type == Response::Type::kRemoveProcessSet ||
-         type == Response::Type::kFailProcessSet;
+         type == Response::Type::kFailProcessSet || type == Response::Type::kStartTimeline ||
+         type == Response::Type::kStopTimeline;
 }
 
 int64_t response_bytes(const Response& r) {

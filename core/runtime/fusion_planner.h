@@ -1,8 +1,9 @@
 // Fusion planning: groups the cycle's ordered responses into execution units.
 // Compatible allreduces (same process set, dtype, device, reduce op and scale
-// factors), and likewise compatible reducescatters, are packed into one unit
-// while their total size stays within the fusion threshold. The plan depends only on the
-// response list, so every rank computes the same one.
+// factors), and likewise compatible reducescatters and allgathers, are packed
+// into one unit while their total size (an allgather's: its output) stays
+// within the fusion threshold. The plan depends only on the response list, so
+// every rank computes the same one.
 #pragma once
 
 #include <cstdint>

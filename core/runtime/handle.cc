@@ -57,10 +57,16 @@ Status HandleState::completion_event(std::shared_ptr<const Event>* out) const {
   return Status::OK();
 }
 
-void HandleState::set_output(const Tensor& output, std::shared_ptr<void> storage) {
+void HandleState::set_output(int member, const Tensor& output, std::shared_ptr<void> storage) {
   std::lock_guard<std::mutex> lock(mutex_);
-  output_ = output;
-  output_storage_ = std::move(storage);
+  const size_t i = static_cast<size_t>(member);
+  if (member < 0 || member >= members_) return;  // entries are made with their handle's members only
+  if (outputs_.empty()) {
+    outputs_.resize(static_cast<size_t>(members_));
+    output_storage_.resize(static_cast<size_t>(members_));
+  }
+  outputs_[i] = output;
+  output_storage_[i] = std::move(storage);
 }
 
 void HandleState::set_received_splits(std::vector<int64_t> splits) {
@@ -118,7 +124,13 @@ Status HandleState::status() const {
 
 Tensor HandleState::output() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return output_;
+  return outputs_.empty() ? Tensor() : outputs_.front();
+}
+
+std::vector<Tensor> HandleState::outputs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (outputs_.empty()) return std::vector<Tensor>(static_cast<size_t>(members_));
+  return outputs_;
 }
 
 std::vector<int64_t> HandleState::received_splits() const {
@@ -190,12 +202,31 @@ std::shared_ptr<const Event> Handle::completion_event() const {
   return event;
 }
 
+namespace {
+
+bool allocates_output(OpType op) {
+  return op == OpType::kAllgather || op == OpType::kAlltoall || op == OpType::kReducescatter;
+}
+
+}  // namespace
+
 Tensor Handle::output() const {
-  const OpType op = state().op();
-  throw_if_error(not_applicable(state(), "output()", "allgather, alltoall and reducescatter",
-                                op == OpType::kAllgather || op == OpType::kAlltoall || op == OpType::kReducescatter));
+  throw_if_error(
+      not_applicable(state(), "output()", "allgather, alltoall and reducescatter", allocates_output(state().op())));
+  if (state().members() > 1) {
+    throw Error(Status::InvalidArgument("output() applies to a single collective's handle, not to group '" +
+                                        state().name() + "' of " + std::to_string(state().members()) +
+                                        " tensors: use outputs()"));
+  }
   throw_if_error(status());
   return state().output();
+}
+
+std::vector<Tensor> Handle::outputs() const {
+  throw_if_error(not_applicable(state(), "outputs()", "allgather, alltoall and reducescatter",
+                                allocates_output(state().op())));
+  throw_if_error(status());
+  return state().outputs();
 }
 
 std::vector<int64_t> Handle::received_splits() const {

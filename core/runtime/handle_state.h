@@ -50,7 +50,11 @@ class HandleState {
   // `blocked`, when given, counts this handle's blocked waiters too; it must
   // outlive the state.
   HandleState(std::string name, OpType op, int members, BlockedWaiters* blocked = nullptr)
-      : name_(std::move(name)), op_(op), blocked_(blocked), members_(members), remaining_(members) {}
+      : name_(std::move(name)),
+        op_(op),
+        blocked_(blocked),
+        members_(members),
+        remaining_(members) {}
 
   const std::string& name() const { return name_; }
   OpType op() const { return op_; }
@@ -76,8 +80,9 @@ class HandleState {
   // A member's device work was handed to its device before it finished:
   // `finished` fires once it has (see completion_event()).
   void set_completion_event(std::shared_ptr<const Event> finished);
-  // Results, set by the runtime before complete_member().
-  void set_output(const Tensor& output, std::shared_ptr<void> storage);
+  // Results, set by the runtime before complete_member(). `member`: the
+  // index in the group of the entry whose output it is.
+  void set_output(int member, const Tensor& output, std::shared_ptr<void> storage);
   void set_received_splits(std::vector<int64_t> splits);
   void set_last_joined_rank(int rank);
   // add_process_set: the id every rank gave the new set.
@@ -92,7 +97,10 @@ class HandleState {
   Status wait_until(std::chrono::steady_clock::time_point deadline) const;
   bool done() const;
   Status status() const;
+  int members() const { return members_; }
+  // Member 0's output, and every member's in order.
   Tensor output() const;
+  std::vector<Tensor> outputs() const;
   std::vector<int64_t> received_splits() const;
   int last_joined_rank() const;
   int32_t process_set_id() const;
@@ -118,8 +126,10 @@ class HandleState {
   int handed_to_device_ = 0;
   std::shared_ptr<const Event> finished_on_device_;  // the last member's
   Status status_;
-  Tensor output_;
-  std::shared_ptr<void> output_storage_;
+  // By member, sized by the first set_output(): most handles (allreduces)
+  // have none, and each allocation per collective shows in a small step.
+  std::vector<Tensor> outputs_;
+  std::vector<std::shared_ptr<void>> output_storage_;
   std::vector<int64_t> received_splits_;
   int last_joined_rank_ = -1;
   int32_t process_set_id_ = -1;

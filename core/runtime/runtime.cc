@@ -189,6 +189,7 @@ Status Runtime::run_cycle(bool* stop) {
   // A collective that failed on its device after the executor moved on: this
   // rank cannot go on.
   CHORUS_RETURN_IF_ERROR(executor_.failure());
+  if (mark_cycles_) timeline_.mark_cycle();
   std::vector<Request> requests = queue_.take_new_requests();
   if (shutdown_requested_ && !shutdown_sent_) {
     Request request;
@@ -238,6 +239,14 @@ Status Runtime::run_cycle(bool* stop) {
         break;
       case Response::Type::kFailProcessSet:
         fail_process_set(unit.front());
+        break;
+      case Response::Type::kStartTimeline:
+      case Response::Type::kStopTimeline:
+        CHORUS_RETURN_IF_ERROR(control_timeline(unit.front()));
+        break;
+      case Response::Type::kBarrier:
+        count_barrier(unit.front());
+        CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
         break;
       default:
         CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
@@ -307,6 +316,59 @@ void Runtime::fail_process_set(const Response& failed) {
   }
   if (failed.failing_rank != topology().rank) return;
   if (std::optional<TensorEntry> entry = queue_.take(failed.name)) entry->handle->complete_member(Status::OK());
+}
+
+void Runtime::count_barrier(const Response& barrier) {
+  const std::string prefix = "chorus.barrier.";
+  if (barrier.process_set != 0 || barrier.name.compare(0, prefix.size(), prefix) != 0) return;
+  uint64_t number = 0;
+  try {
+    number = std::stoull(barrier.name.substr(prefix.size()));
+  } catch (const std::exception&) {
+    return;  // not a name next_barrier_name() gave
+  }
+  uint64_t count = barrier_count_.load();
+  while (count <= number && !barrier_count_.compare_exchange_weak(count, number + 1)) {
+  }
+}
+
+Status Runtime::control_timeline(const Response& response) {
+  const bool start = response.type == Response::Type::kStartTimeline;
+  // Rank 0 writes the timeline, so it decides; the others learn the outcome
+  // here (a code byte, then the message), all at this point of the order.
+  std::string outcome;
+  if (topology().rank == 0) {
+    const Status status = start ? start_timeline(response) : stop_timeline();
+    outcome.push_back(static_cast<char>(status.code()));
+    outcome += status.message();
+  }
+  CHORUS_RETURN_IF_ERROR(comm_->controller_transport()->broadcast_from_coordinator(&outcome));
+  if (outcome.empty() || static_cast<uint8_t>(outcome[0]) > static_cast<uint8_t>(StatusCode::kInProgress)) {
+    return Status::Internal("corrupt timeline control outcome from rank 0");
+  }
+  const Status status(static_cast<StatusCode>(outcome[0]), outcome.substr(1));
+  if (status.ok()) mark_cycles_ = start && response.mark_cycles;
+  if (std::optional<TensorEntry> entry = queue_.take(response.name)) entry->handle->complete_member(status);
+  return Status::OK();
+}
+
+Status Runtime::start_timeline(const Response& response) {
+  if (timeline_.enabled()) {
+    return Status::PreconditionFailed("start_timeline('" + response.timeline_path +
+                                      "'): a timeline is already being written to '" + timeline_.path() +
+                                      "' (by CHORUS_TIMELINE or an earlier start_timeline()); call "
+                                      "stop_timeline() first");
+  }
+  return timeline_.open(response.timeline_path, "start_timeline (rank 0 writes the timeline)");
+}
+
+Status Runtime::stop_timeline() {
+  if (!timeline_.enabled()) {
+    return Status::PreconditionFailed(
+        "stop_timeline(): no timeline is being written; start one with start_timeline() or CHORUS_TIMELINE");
+  }
+  timeline_.close();
+  return Status::OK();
 }
 
 void Runtime::stop_for(const Response& shutdown) {

@@ -68,6 +68,10 @@ class Runtime {
   // Every rank calls barrier() the same number of times, so a counter names
   // the same barrier on every rank.
   std::string next_barrier_name() { return "chorus.barrier." + std::to_string(barrier_count_++); }
+  // The one name of timeline control requests: a rank has at most one in
+  // flight (start_timeline() and stop_timeline() wait), and a fixed name
+  // stays the same on a rank that joined and took part without calling it.
+  static const char* timeline_request_name() { return "chorus.timeline"; }
   // The process sets that exist on this rank (the background thread updates
   // it as it processes add and remove responses).
   ProcessSetTable& process_sets() { return process_sets_; }
@@ -107,6 +111,17 @@ class Runtime {
   // rank, completes fail_process_set's handle. Its backends stay until the
   // set is removed.
   void fail_process_set(const Response& failed);
+  // Every rank, at the same point of the response order: rank 0 starts or
+  // stops writing its timeline, and every rank completes its request (if it
+  // has one: a joined rank takes part without) with rank 0's outcome.
+  Status control_timeline(const Response& response);
+  // Rank 0: what start_timeline() or stop_timeline() does to the timeline.
+  Status start_timeline(const Response& response);
+  Status stop_timeline();
+  // A joined rank takes part in the global set's barriers without calling
+  // them: its barrier count moves past their names, so that its next
+  // barrier has the name the other ranks' next one has.
+  void count_barrier(const Response& barrier);
   // Whether this rank runs `response`: not when it belongs to a process set
   // this rank is not a member of.
   bool runs_here(const Response& response) const;
@@ -138,6 +153,9 @@ class Runtime {
   Timeline timeline_;
   Executor executor_;
   std::unique_ptr<Autotuner> autotuner_;  // CHORUS_AUTOTUNE=1 only
+  // Whether the timeline marks each cycle (start_timeline(); background
+  // thread only).
+  bool mark_cycles_ = false;
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;  // background thread only
   // Why the job stopped without every rank's consent (a stall shutdown);

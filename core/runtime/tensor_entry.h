@@ -22,6 +22,7 @@ struct TensorEntry {
   std::vector<int64_t> splits;       // alltoall: rows sent to each rank
   std::shared_ptr<const Event> ready;  // the input's producer's; none: ready now
   std::shared_ptr<detail::HandleState> handle;
+  int member = 0;                    // its index in the handle's group (0 alone)
   std::chrono::steady_clock::time_point enqueued;
 
   size_t bytes() const { return static_cast<size_t>(num_elements(request.shape)) * dtype_size(request.dtype); }

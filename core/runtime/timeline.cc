@@ -40,22 +40,24 @@ struct Timeline::Events {
   Event span_with_args{{"name", ""}, {"ph", "X"}, {"ts", 0.0}, {"dur", 0.0},
                        {"pid", 0}, {"tid", 0}, {"args", Event::object()}};
   Event instant{{"name", ""}, {"ph", "i"}, {"ts", 0.0}, {"s", "t"}, {"pid", 0}, {"tid", 0}};
+  // "s": "g": the marker spans every lane (Horovod's CYCLE_START).
+  Event cycle{{"name", "CYCLE_START"}, {"ph", "i"}, {"ts", 0.0}, {"s", "g"}, {"pid", 0}, {"tid", 0}};
 };
 
 Timeline::Timeline() : events_(std::make_unique<Events>()) {}
 
 Timeline::~Timeline() { close(); }
 
-Status Timeline::open(const std::string& path) {
+Status Timeline::open(const std::string& path, const std::string& context) {
   close();
   std::FILE* file = std::fopen(path.c_str(), "w");
   if (file == nullptr) {
-    return Status::InvalidArgument("CHORUS_TIMELINE: cannot open '" + path +
-                                   "' for writing: " + std::strerror(errno));
+    return Status::InvalidArgument(context + ": cannot open '" + path + "' for writing: " + std::strerror(errno));
   }
   // Must precede the first write; a failure only costs speed.
   (void)std::setvbuf(file, nullptr, _IOFBF, kWriteBufferBytes);
   file_ = file;
+  path_ = path;
   first_event_ = true;
   origin_ = Clock::now();
   lanes_.clear();
@@ -69,6 +71,7 @@ void Timeline::close() {
   std::fputs("\n]\n", file_);
   std::fclose(file_);
   file_ = nullptr;
+  path_.clear();
 }
 
 double Timeline::micros(Clock::time_point t) const {
@@ -124,6 +127,13 @@ void Timeline::instant(const std::string& tensor, const char* what) {
   // "s": "t" scopes the marker to the lane rather than the whole process.
   event["ts"] = to_nanoseconds(micros(Clock::now()));
   event["tid"] = lane;
+  write_event(serialize(event));
+}
+
+void Timeline::mark_cycle() {
+  if (file_ == nullptr) return;
+  Event& event = events_->cycle;
+  event["ts"] = to_nanoseconds(micros(Clock::now()));
   write_event(serialize(event));
 }
 

@@ -1,5 +1,6 @@
 // Timeline: a Chrome trace-event JSON file (chrome://tracing, Perfetto) that
-// rank 0 writes when CHORUS_TIMELINE is set. Each tensor gets its own lane;
+// rank 0 writes when CHORUS_TIMELINE is set, or between start_timeline() and
+// stop_timeline() (chorus.h). Each tensor gets its own lane;
 // its negotiation and the activities of its collective (copy into the fusion
 // buffer, the collective itself, copy out) are spans on that lane. Only the
 // background thread writes, so no locking is needed. The file is a complete
@@ -33,14 +34,19 @@ class Timeline {
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
 
-  // Creates (truncates) the file; an unwritable path is an error naming it.
-  Status open(const std::string& path);
+  // Creates (truncates) the file; an unwritable path is an error naming it,
+  // after `context` (what asked for the file).
+  Status open(const std::string& path, const std::string& context = "CHORUS_TIMELINE");
   bool enabled() const { return file_ != nullptr; }
+  // The open file's path (empty when closed).
+  const std::string& path() const { return path_; }
   // One span on the lane of `tensor`, with optional `args`.
   void span(const std::string& tensor, const char* activity, Clock::time_point start,
             Clock::time_point end, const TimelineArgs& args = {});
   // An instant marker on the lane of `tensor` (e.g. an error).
   void instant(const std::string& tensor, const char* what);
+  // A CYCLE_START marker across every lane: a negotiation cycle began.
+  void mark_cycle();
   void close();
 
  private:
@@ -53,6 +59,7 @@ class Timeline {
   struct Events;
   std::unique_ptr<Events> events_;
   std::FILE* file_ = nullptr;
+  std::string path_;
   bool first_event_ = true;
   Clock::time_point origin_;
   std::unordered_map<std::string, int> lanes_;

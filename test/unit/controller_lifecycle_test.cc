@@ -18,6 +18,91 @@ using test::Responses;
 Request join_request() { return make("chorus.join", OpType::kJoin, {}); }
 Request shutdown_request() { return make("", OpType::kShutdown, {}); }
 
+// docs/CONVENTIONS.md's error for a collective that joined ranks did not submit.
+std::string joined_error(const std::string& op, const std::string& name, const std::string& who) {
+  return op + " '" + name + "' cannot run while " + who +
+         " joined: a joined rank takes part only in allreduces (contributing zeros), barriers and timeline "
+         "control; run it on every rank before join(), or after join() has returned";
+}
+
+TEST(ControllerLifecycleTest, JoinedRanksFailTheOthersDataCollectivesNamingThem) {
+  Cluster cluster(4);
+  cluster.cycle({{}, {}, {join_request()}});
+  // Every collective but allreduce fails on the ranks that submitted it.
+  const std::vector<Request> others = {make("g", OpType::kAllgather, {2, 3}), make("b", OpType::kBroadcast),
+                                       make("a", OpType::kAlltoall), make("r", OpType::kReducescatter)};
+  Responses out = cluster.cycle({others, others, {}, others});
+  ASSERT_EQ(describe(out), (std::vector<std::string>{"error:g", "error:b", "error:a", "error:r"}));
+  EXPECT_EQ(out[0].error_message, joined_error("allgather", "g", "rank 2 has"));
+  EXPECT_EQ(out[1].error_message, joined_error("broadcast", "b", "rank 2 has"));
+  EXPECT_EQ(out[2].error_message, joined_error("alltoall", "a", "rank 2 has"));
+  EXPECT_EQ(out[3].error_message, joined_error("reducescatter", "r", "rank 2 has"));
+  for (const Response& error : out) EXPECT_EQ(error.error_code, StatusCode::kPreconditionFailed) << error.name;
+
+  // One submitted before rank 0 joins fails when it does; every joined rank
+  // is named.
+  EXPECT_TRUE(
+      cluster.cycle({{}, {make("g2", OpType::kAllgather, {1})}, {}, {make("g2", OpType::kAllgather, {1})}}).empty());
+  out = cluster.cycle({{join_request()}, {}, {}, {}});
+  ASSERT_EQ(describe(out), std::vector<std::string>{"error:g2"});
+  EXPECT_EQ(out[0].error_message, joined_error("allgather", "g2", "ranks [0, 2] have"));
+
+  // Once everyone has joined, every rank takes part again.
+  out = cluster.cycle({{}, {join_request()}, {}, {join_request()}});
+  ASSERT_EQ(describe(out), std::vector<std::string>{"join:chorus.join"});
+  EXPECT_TRUE(cluster.cycle({{others[0]}, {others[0]}, {others[0]}, {}}).empty());
+  EXPECT_EQ(describe(cluster.cycle({{}, {}, {}, {others[0]}})), std::vector<std::string>{"allgather:g"});
+}
+
+TEST(ControllerLifecycleTest, WhatAJoinedRankSubmittedBeforeJoiningRuns) {
+  Cluster cluster(3);
+  Responses out = cluster.cycle({{}, {}, {make("g", OpType::kAllgather, {1}), join_request()}});
+  EXPECT_TRUE(out.empty());
+  out = cluster.cycle({{make("g", OpType::kAllgather, {2})}, {make("g", OpType::kAllgather, {3})}});
+  ASSERT_EQ(describe(out), std::vector<std::string>{"allgather:g"});
+  EXPECT_EQ(out[0].first_dims, (std::vector<int64_t>{2, 3, 1}));
+  EXPECT_EQ(out[0].elements, 6);
+}
+
+TEST(ControllerLifecycleTest, CachedCollectivesFailWhileARankIsJoined) {
+  Cluster cluster(3);
+  const std::vector<Request> cached = {make("b", OpType::kBroadcast), make("g", OpType::kAllgather, {2})};
+  ASSERT_EQ(cluster.all(cached).size(), 2u);
+  ASSERT_EQ(cluster.at(0).cache().size(), 2u);
+  // The joined rank evicts them, so the others' hits go to the coordinator
+  // and fail there instead of waiting for it.
+  Responses out = cluster.cycle({{}, {join_request()}, {}});
+  EXPECT_TRUE(out.empty());
+  out = cluster.cycle({cached, {}, cached});
+  ASSERT_EQ(describe(out), (std::vector<std::string>{"error:b", "error:g"}));
+  EXPECT_EQ(out[0].error_message, joined_error("broadcast", "b", "rank 1 has"));
+  // In the same cycle as the join, too.
+  out = cluster.cycle({{join_request()}, {}, {}});
+  ASSERT_TRUE(out.empty());
+  out = cluster.cycle({{}, {}, {join_request()}});
+  ASSERT_EQ(describe(out), std::vector<std::string>{"join:chorus.join"});
+  ASSERT_EQ(cluster.all(cached).size(), 2u);
+  out = cluster.cycle({cached, {join_request()}, cached});
+  ASSERT_EQ(describe(out), (std::vector<std::string>{"error:b", "error:g"}));
+}
+
+TEST(ControllerLifecycleTest, BarriersAndTimelineControlGoOnWithoutAJoinedRank) {
+  Cluster cluster(3);
+  cluster.cycle({{}, {join_request()}, {}});
+  Request start = make("chorus.timeline", OpType::kStartTimeline, {0});
+  start.timeline_path = "/tmp/trace.json";
+  start.mark_cycles = true;
+  const std::vector<Request> both = {make("chorus.barrier.0", OpType::kBarrier, {0}), start};
+  Responses out = cluster.cycle({both, {}, both});
+  ASSERT_EQ(describe(out), (std::vector<std::string>{"barrier:chorus.barrier.0", "start_timeline:chorus.timeline"}));
+  EXPECT_EQ(out[1].timeline_path, "/tmp/trace.json");
+  EXPECT_TRUE(out[1].mark_cycles);
+  // Adding a process set still needs every rank.
+  Request add = make("chorus.process_set.add.0", OpType::kAddProcessSet, {0});
+  add.set_ranks = {0, 2};
+  EXPECT_TRUE(cluster.cycle({{add}, {}, {add}}).empty());
+}
+
 TEST(ControllerLifecycleTest, AllreduceCompletesWhileARankIsJoined) {
   Cluster cluster(3);
   EXPECT_TRUE(cluster.cycle({{}, {}, {join_request()}}).empty());
@@ -25,11 +110,12 @@ TEST(ControllerLifecycleTest, AllreduceCompletesWhileARankIsJoined) {
   EXPECT_FALSE(cluster.at(0).joined());
 
   // The joined rank takes part in the allreduce (with zeros); the broadcast
-  // needs every rank and waits.
+  // cannot run without it and fails, naming it.
   Responses out = cluster.cycle({{make("x"), make("y", OpType::kBroadcast)},
                                  {make("y", OpType::kBroadcast), make("x")}});
-  ASSERT_EQ(describe(out), std::vector<std::string>{"allreduce:x"});
-  EXPECT_EQ(out[0].elements, 4);
+  ASSERT_EQ(describe(out), (std::vector<std::string>{"error:y", "allreduce:x"}));
+  EXPECT_EQ(out[1].elements, 4);
+  EXPECT_EQ(out[0].error_message, joined_error("broadcast", "y", "rank 2 has"));
   EXPECT_TRUE(cluster.cycle({}).empty());
 
   // Join completes when the last ranks join; ties go to the highest rank.

@@ -91,8 +91,10 @@ TEST(FusionPlannerTest, CompatibilityRules) {
   EXPECT_FALSE(fusable(cuda0, cuda1));
 
   EXPECT_TRUE(fusable(make("a", 1, Type::kReducescatter), make("b", 1, Type::kReducescatter)));
-  for (Type t : {Type::kAllgather, Type::kBroadcast, Type::kAlltoall, Type::kBarrier, Type::kJoin,
-                 Type::kError, Type::kShutdown}) {
+  EXPECT_TRUE(fusable(make("a", 1, Type::kAllgather), make("b", 1, Type::kAllgather)));
+  EXPECT_FALSE(fusable(make("a", 1, Type::kAllgather), make("b", 1, Type::kReducescatter)));
+  for (Type t : {Type::kBroadcast, Type::kAlltoall, Type::kBarrier, Type::kJoin, Type::kError, Type::kShutdown,
+                 Type::kStartTimeline, Type::kStopTimeline}) {
     EXPECT_FALSE(fusable(make("a", 1, t), make("b", 1, t))) << static_cast<int>(t);
   }
 }
@@ -106,14 +108,33 @@ TEST(FusionPlannerTest, LooksAheadPastIncompatibleResponses) {
             (Plan{{"a", "b", "e"}, {"g"}, {"rs1", "rs2"}, {"d"}}));
 }
 
+TEST(FusionPlannerTest, AllgathersFuseByTheirOutputSize) {
+  // An allgather's elements are its gathered output's.
+  std::vector<Response> in = {make("g1", 25, Type::kAllgather), make("r", 1, Type::kReducescatter),
+                              make("g2", 25, Type::kAllgather), make("g3", 50, Type::kAllgather),
+                              make("g4", 25, Type::kAllgather)};
+  EXPECT_EQ(names(plan_fusion(in, 300)), (Plan{{"g1", "g2", "g4"}, {"r"}, {"g3"}}));
+  in[2].dtype = DataType::kInt32;
+  EXPECT_EQ(names(plan_fusion(in, 300)), (Plan{{"g1", "g3"}, {"r"}, {"g2"}, {"g4"}}));
+}
+
 TEST(FusionPlannerTest, OtherTypesAreTheirOwnUnit) {
-  const std::vector<Response> in = {make("g1", 1, Type::kAllgather), make("g2", 1, Type::kAllgather),
-                                    make("b1", 1, Type::kBroadcast), make("b2", 1, Type::kBroadcast),
+  const std::vector<Response> in = {make("b1", 1, Type::kBroadcast), make("b2", 1, Type::kBroadcast),
                                     make("x", 1, Type::kError), make("y", 1, Type::kError),
                                     make("t1", 1, Type::kAlltoall), make("t2", 1, Type::kAlltoall),
                                     make("bar", 0, Type::kBarrier)};
   EXPECT_EQ(names(plan_fusion(in, 1 << 20)),
-            (Plan{{"g1"}, {"g2"}, {"b1"}, {"b2"}, {"x"}, {"y"}, {"t1"}, {"t2"}, {"bar"}}));
+            (Plan{{"b1"}, {"b2"}, {"x"}, {"y"}, {"t1"}, {"t2"}, {"bar"}}));
+}
+
+TEST(FusionPlannerTest, NothingIsPulledAcrossATimelineStartOrStop) {
+  // What follows a start or stop runs after it: a trace holds exactly the
+  // collectives negotiated between the two.
+  for (Type control : {Type::kStartTimeline, Type::kStopTimeline}) {
+    const std::vector<Response> in = {make("a", 1), make("timeline", 0, control), make("b", 1),
+                                      make("g1", 1, Type::kAllgather), make("c", 1)};
+    EXPECT_EQ(names(plan_fusion(in, 1024)), (Plan{{"a"}, {"timeline"}, {"b", "c"}, {"g1"}}));
+  }
 }
 
 TEST(FusionPlannerTest, NothingIsPulledAheadOfAShutdownOrJoin) {

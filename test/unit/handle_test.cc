@@ -197,6 +197,41 @@ TEST(HandleStateTest, ResultsKeepTheLastValueSet) {
 // ---------------------------------------------------------------------------
 // chorus::Handle
 
+TEST(HandleTest, AGroupHandsOutEveryMembersOutputInMemberOrder) {
+  auto state = std::make_shared<HandleState>("g", OpType::kAllgather, 3);
+  Handle handle(state);
+  std::vector<std::shared_ptr<std::vector<float>>> storage;
+  // Members finish in any order (fusion units follow the response order).
+  for (int member : {2, 0, 1}) {
+    storage.push_back(std::make_shared<std::vector<float>>(static_cast<size_t>(member + 1), 1.0f));
+    state->set_output(member, Tensor(storage.back()->data(), DataType::kFloat32, Shape{member + 1}),
+                      storage.back());
+    EXPECT_EQ(error_from([&] { (void)handle.outputs(); }).code(), StatusCode::kInProgress);
+    state->complete_member(Status::OK());
+  }
+  const std::vector<Tensor> outputs = handle.outputs();
+  ASSERT_EQ(outputs.size(), 3u);
+  for (int member = 0; member < 3; ++member) {
+    EXPECT_EQ(outputs[static_cast<size_t>(member)].shape, (Shape{member + 1})) << member;
+  }
+  EXPECT_EQ(outputs[0].data, storage[1]->data());
+  const Error single = error_from([&] { (void)handle.output(); });
+  EXPECT_EQ(single.code(), StatusCode::kInvalidArgument);
+  EXPECT_STREQ(single.what(), "output() applies to a single collective's handle, not to group 'g' of 3 tensors: "
+                              "use outputs()");
+  // outputs() of a single collective is its output.
+  auto one = std::make_shared<HandleState>("r", OpType::kReducescatter, 1);
+  auto memory = std::make_shared<std::vector<float>>(2, 0.5f);
+  one->set_output(0, Tensor(memory->data(), DataType::kFloat32, Shape{2}), memory);
+  one->complete_member(Status::OK());
+  ASSERT_EQ(Handle(one).outputs().size(), 1u);
+  EXPECT_EQ(Handle(one).outputs()[0].data, Handle(one).output().data);
+  // Refused like output() for collectives that produce none.
+  auto reduce = std::make_shared<HandleState>("grad", OpType::kAllreduce, 2);
+  EXPECT_STREQ(error_from([&] { (void)Handle(reduce).outputs(); }).what(),
+               "outputs() applies to allgather, alltoall and reducescatter handles, not to 'grad' (allreduce)");
+}
+
 TEST(HandleTest, DefaultConstructedHandleThrowsAClearError) {
   Handle handle;
   EXPECT_FALSE(handle.valid());
@@ -324,7 +359,7 @@ TEST(HandleTest, ResultsAreReadableOnlyAfterSuccessfulCompletion) {
 
   auto storage = std::make_shared<std::vector<float>>(std::vector<float>{1.5f, -2.0f, 3.25f, 4.0f, 5.0f, 6.5f});
   std::weak_ptr<std::vector<float>> watch = storage;
-  state->set_output(Tensor(storage->data(), DataType::kFloat32, Shape{3, 2}), storage);
+  state->set_output(0, Tensor(storage->data(), DataType::kFloat32, Shape{3, 2}), storage);
   state->set_received_splits({2, 0, 1});
   storage.reset();
   // The handle keeps the output's storage alive.

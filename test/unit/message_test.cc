@@ -22,6 +22,8 @@ Request full_request() {
   q.root = 2;
   q.group = "bucket-4";
   q.group_size = 9;
+  q.timeline_path = "/tmp/trace.json";
+  q.mark_cycles = true;
   q.process_set = 3;
   q.set_ranks = {0, 2};
   q.set_id = 4;
@@ -45,6 +47,8 @@ Response full_response() {
   p.last_joined_rank = 2;
   p.shutdown_rank = 1;
   p.group = "g";
+  p.timeline_path = "relative/trace.json";
+  p.mark_cycles = true;
   p.process_set = 2;
   p.set_ranks = {1, 3};
   p.set_id = 5;
@@ -66,6 +70,8 @@ void expect_equal(const Request& a, const Request& b) {
   EXPECT_EQ(a.root, b.root);
   EXPECT_EQ(a.group, b.group);
   EXPECT_EQ(a.group_size, b.group_size);
+  EXPECT_EQ(a.timeline_path, b.timeline_path);
+  EXPECT_EQ(a.mark_cycles, b.mark_cycles);
   EXPECT_EQ(a.process_set, b.process_set);
   EXPECT_EQ(a.set_ranks, b.set_ranks);
   EXPECT_EQ(a.set_id, b.set_id);
@@ -82,6 +88,11 @@ TEST(MessageTest, Names) {
   EXPECT_EQ(response_type_for(OpType::kBarrier), Response::Type::kBarrier);
   EXPECT_EQ(response_type_for(OpType::kJoin), Response::Type::kJoin);
   EXPECT_EQ(response_type_for(OpType::kShutdown), Response::Type::kShutdown);
+  EXPECT_STREQ(op_type_name(OpType::kStartTimeline), "start_timeline");
+  EXPECT_STREQ(op_type_name(OpType::kStopTimeline), "stop_timeline");
+  EXPECT_EQ(response_type_for(OpType::kStartTimeline), Response::Type::kStartTimeline);
+  EXPECT_EQ(response_type_for(OpType::kStopTimeline), Response::Type::kStopTimeline);
+  EXPECT_STREQ(response_type_name(Response::Type::kStopTimeline), "stop_timeline");
 }
 
 TEST(MessageTest, SameCollectiveIgnoresRankAndDeviceIndex) {
@@ -108,6 +119,8 @@ TEST(MessageTest, SameCollectiveComparesEveryField) {
       [](Request* q) { q->root = 0; },
       [](Request* q) { q->group = ""; },
       [](Request* q) { q->group_size = 1; },
+      [](Request* q) { q->timeline_path = "/tmp/other.json"; },
+      [](Request* q) { q->mark_cycles = false; },
       [](Request* q) { q->process_set = 0; },
       [](Request* q) { q->set_ranks.clear(); },
       [](Request* q) { q->set_id = 0; },
@@ -142,8 +155,9 @@ TEST(MessageTest, FirstDimensionMayDifferOnlyForAllgatherAndAlltoall) {
 TEST(MessageTest, RequestsRoundTrip) {
   Request plain;
   plain.name = "";
-  std::vector<Request> in = {full_request(), plain, full_request()};
+  std::vector<Request> in = {full_request(), plain, full_request(), full_request()};
   in[2].op = OpType::kShutdown;
+  in[3].op = OpType::kStartTimeline;
   in[2].name = std::string("nul\0inside", 10);
   std::vector<Request> out;
   ASSERT_TRUE(parse_requests(serialize_requests(in), &out).ok());
@@ -184,6 +198,9 @@ TEST(MessageTest, ResponsesRoundTrip) {
   EXPECT_EQ(a.last_joined_rank, b.last_joined_rank);
   EXPECT_EQ(a.shutdown_rank, b.shutdown_rank);
   EXPECT_EQ(a.group, b.group);
+  EXPECT_EQ(a.timeline_path, b.timeline_path);
+  EXPECT_EQ(a.mark_cycles, b.mark_cycles);
+  EXPECT_FALSE(out[1].mark_cycles);
   EXPECT_EQ(a.process_set, b.process_set);
   EXPECT_EQ(a.set_ranks, b.set_ranks);
   EXPECT_EQ(a.set_id, b.set_id);
@@ -236,6 +253,14 @@ TEST(MessageTest, RejectsVersionKindTrailingBytesAndBadEnums) {
   std::string bad_op = blob;
   bad_op[2 + 4 + 4 + full_request().name.size()] = 42;
   expect_corrupt(parse_requests(bad_op, &requests), "invalid op 42");
+  // Point-to-point ops name handles; they are never negotiated.
+  bad_op[2 + 4 + 4 + full_request().name.size()] = static_cast<char>(OpType::kSend);
+  expect_corrupt(parse_requests(bad_op, &requests), "op send, which is never negotiated");
+
+  // mark_cycles is the last byte: 0 or 1.
+  std::string bad_flag = blob;
+  bad_flag.back() = 2;
+  expect_corrupt(parse_requests(bad_flag, &requests), "invalid flag 2");
 }
 
 TEST(MessageTest, HugeCountsAndLengthsAreRejectedBeforeAllocating) {

@@ -123,10 +123,31 @@ Handle reducescatter_async(const std::string& name, const Tensor& input,
                            const ProcessSet& process_set = {});
 Handle reducescatter_async(const std::string& name, const Tensor& input, const ReducescatterOptions& options,
                            OutputAllocator allocator = nullptr);
+// Grouped forms, like grouped_allreduce_async: member i is named name + "."
+// + i, the members are negotiated as one unit (a mismatch in any fails the
+// whole group on every rank) and fused where they fit the fusion threshold.
+// `allocators`: none (the runtime allocates), or one per input. The handle's
+// outputs() holds each member's output, in member order.
+Handle grouped_allgather_async(const std::string& name, const std::vector<Tensor>& inputs,
+                               const std::vector<OutputAllocator>& allocators = {},
+                               const ProcessSet& process_set = {});
+Handle grouped_reducescatter_async(const std::string& name, const std::vector<Tensor>& inputs,
+                                   ReduceOp op = ReduceOp::kSum,
+                                   const std::vector<OutputAllocator>& allocators = {},
+                                   const ProcessSet& process_set = {});
+Handle grouped_reducescatter_async(const std::string& name, const std::vector<Tensor>& inputs,
+                                   const ReducescatterOptions& options,
+                                   const std::vector<OutputAllocator>& allocators = {});
+// A joined rank takes part in the global set's barriers without calling them.
 Handle barrier_async(const ProcessSet& process_set = {});
 // Declares that this rank has no more data. Until every rank has joined, the
-// other ranks' allreduces complete with this rank contributing zeros. The
-// handle's last_joined_rank() is the last rank to join.
+// other ranks' allreduces complete with this rank contributing zeros (an
+// average still divides by every rank), their barriers and timeline control
+// go on without it, and their other collectives of the global set
+// (allgather, broadcast, alltoall, reducescatter) fail on every rank with an
+// error naming the joined ranks instead of waiting for them (docs/DESIGN.md,
+// "Join and the timeline at run time"). The handle's last_joined_rank() is
+// the last rank to join.
 Handle join_async();
 
 // Blocking forms: wait and throw on error.
@@ -146,9 +167,31 @@ Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op =
                      OutputAllocator allocator = nullptr, const ProcessSet& process_set = {});
 Handle reducescatter(const std::string& name, const Tensor& input, const ReducescatterOptions& options,
                      OutputAllocator allocator = nullptr);
+Handle grouped_allgather(const std::string& name, const std::vector<Tensor>& inputs,
+                         const std::vector<OutputAllocator>& allocators = {}, const ProcessSet& process_set = {});
+Handle grouped_reducescatter(const std::string& name, const std::vector<Tensor>& inputs,
+                             ReduceOp op = ReduceOp::kSum, const std::vector<OutputAllocator>& allocators = {},
+                             const ProcessSet& process_set = {});
+Handle grouped_reducescatter(const std::string& name, const std::vector<Tensor>& inputs,
+                             const ReducescatterOptions& options,
+                             const std::vector<OutputAllocator>& allocators = {});
 void barrier(const ProcessSet& process_set = {});
 // Returns the last rank to join.
 int join();
+
+// The timeline at run time: rank 0 writes the Chrome trace that
+// CHORUS_TIMELINE writes (docs/DESIGN.md, "Join and the timeline at run
+// time") to `path`, of the collectives negotiated after this call and before
+// stop_timeline(), with a CYCLE_START marker at each negotiation cycle when
+// `mark_cycles`. Both are collective over the job (a joined rank takes part
+// without calling them): every rank calls them with the same arguments, and
+// every rank starts and stops at the same point of the response order. They
+// throw on every rank alike when ranks disagree on the arguments, when a
+// timeline is already being written (by CHORUS_TIMELINE or start_timeline()),
+// when none is (stop), and when rank 0 cannot open `path` for writing.
+void start_timeline(const std::string& path, bool mark_cycles = false);
+// Rank 0's file is a complete JSON array once this returns on any rank.
+void stop_timeline();
 
 // Point-to-point, outside the negotiation: a message goes straight to its
 // peer, from the calling thread, whatever the background thread is doing.

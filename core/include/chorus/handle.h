@@ -47,8 +47,11 @@ class Handle {
   // it throws kInvalidArgument, saying so. Otherwise it throws the
   // collective's error (kInProgress while it runs) until it has succeeded.
   // The output that the runtime (or the caller's OutputAllocator) allocated:
-  // allgather, alltoall and reducescatter.
+  // allgather, alltoall and reducescatter (not a group of several: outputs()).
   Tensor output() const;
+  // Every member's output in member order (one for a single collective):
+  // allgather, alltoall and reducescatter, grouped or not.
+  std::vector<Tensor> outputs() const;
   // alltoall: the number of first-dimension rows received from each rank.
   std::vector<int64_t> received_splits() const;
   // join: the last rank that joined.

@@ -40,8 +40,9 @@ struct PendingOp {
   // outputs[i] is copied back into once done (undefined when outputs[i] is
   // the caller's tensor itself, or the op is out of place).
   std::vector<::torch::Tensor> copy_back;
-  // Set for ops whose output size is known only after negotiation.
-  std::shared_ptr<AllocatedOutput> allocated;
+  // For ops whose output size is known only after negotiation: one per
+  // member (empty for other ops).
+  std::vector<std::shared_ptr<AllocatedOutput>> allocated;
 
   // Waits until the results may be used by the caller, or throws the op's
   // error: for CUDA tensors the caller's current stream waits for the

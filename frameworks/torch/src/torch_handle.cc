@@ -19,7 +19,7 @@ void PendingOp::await() const {
   auto in_use = [this] {
     std::vector<::torch::Tensor> tensors = inputs;
     tensors.insert(tensors.end(), outputs.begin(), outputs.end());
-    if (allocated) tensors.push_back(allocated->tensor);
+    for (const auto& output : allocated) tensors.push_back(output->tensor);
     return tensors;
   };
   if (await_result(handle, on_device, in_use)) {
@@ -36,7 +36,10 @@ bool PendingOp::awaited_on_stream() const {
 std::vector<::torch::Tensor> PendingOp::results() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<::torch::Tensor> out = outputs;
-  if (allocated) out.assign(1, allocated->tensor);
+  if (!allocated.empty()) {
+    out.clear();
+    for (const auto& output : allocated) out.push_back(output->tensor);
+  }
   for (size_t i = 0; i < copy_back.size(); ++i) {
     if (!copy_back[i].defined()) continue;
     if (!finished_) {
@@ -67,7 +70,8 @@ const std::string& TorchHandle::name() const { return op().name; }
 ::torch::Tensor TorchHandle::wait() const {
   const detail::PendingOp& pending = op();
   pending.await();
-  return pending.results().front();
+  const std::vector<::torch::Tensor> results = pending.results();
+  return results.empty() ? ::torch::Tensor() : results.front();
 }
 
 bool TorchHandle::wait_for(std::chrono::milliseconds timeout) const {

@@ -87,7 +87,24 @@ std::shared_ptr<PendingOp> allocating_op(const ::torch::Tensor& tensor, const st
   detail::check_usable(tensor, name);
   auto op = new_op(name);
   op->inputs.push_back(detail::contiguous(tensor));
-  op->allocated = std::make_shared<detail::AllocatedOutput>();
+  op->allocated.push_back(std::make_shared<detail::AllocatedOutput>());
+  return op;
+}
+
+// A group of ops whose outputs the runtime allocates: member i (named as the
+// runtime names it) gets its own contiguous input and allocator.
+std::shared_ptr<PendingOp> allocating_group(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                                            std::vector<chorus::Tensor>* inputs,
+                                            std::vector<OutputAllocator>* allocators) {
+  auto op = new_op(name);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string member = name + "." + std::to_string(i);
+    detail::check_usable(tensors[i], member);
+    op->inputs.push_back(detail::contiguous(tensors[i]));
+    op->allocated.push_back(std::make_shared<detail::AllocatedOutput>());
+    inputs->push_back(detail::view_of(op->inputs.back(), member));
+    allocators->push_back(detail::torch_allocator(op->allocated.back()));
+  }
   return op;
 }
 
@@ -140,7 +157,7 @@ TorchHandle allgather_async(const ::torch::Tensor& tensor, const std::string& na
                             const ProcessSet& process_set) {
   auto op = allocating_op(tensor, name);
   op->handle = chorus::allgather_async(name, detail::view_of(op->inputs[0], name),
-                                       detail::torch_allocator(op->allocated), process_set);
+                                       detail::torch_allocator(op->allocated.front()), process_set);
   return TorchHandle(std::move(op));
 }
 
@@ -173,7 +190,7 @@ TorchHandle alltoall_async(const ::torch::Tensor& tensor, const std::string& nam
                            const std::vector<int64_t>& splits, const ProcessSet& process_set) {
   auto op = allocating_op(tensor, name);
   op->handle = chorus::alltoall_async(name, detail::view_of(op->inputs[0], name), splits,
-                                      detail::torch_allocator(op->allocated), process_set);
+                                      detail::torch_allocator(op->allocated.front()), process_set);
   return TorchHandle(std::move(op));
 }
 
@@ -201,7 +218,7 @@ TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string
                                 const ReducescatterOptions& options) {
   auto pending = allocating_op(tensor, name);
   pending->handle = chorus::reducescatter_async(name, detail::view_of(pending->inputs[0], name), options,
-                                                detail::torch_allocator(pending->allocated));
+                                                detail::torch_allocator(pending->allocated.front()));
   return TorchHandle(std::move(pending));
 }
 
@@ -215,5 +232,60 @@ TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string
   return reducescatter_async(tensor, name, options).wait();
 }
 
+TorchHandle grouped_allgather_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                                    const ProcessSet& process_set) {
+  std::vector<chorus::Tensor> inputs;
+  std::vector<OutputAllocator> allocators;
+  auto op = allocating_group(tensors, name, &inputs, &allocators);
+  op->handle = chorus::grouped_allgather_async(name, inputs, allocators, process_set);
+  return TorchHandle(std::move(op));
+}
+
+std::vector<::torch::Tensor> grouped_allgather(const std::vector<::torch::Tensor>& tensors,
+                                               const std::string& name, const ProcessSet& process_set) {
+  TorchHandle handle = grouped_allgather_async(tensors, name, process_set);
+  handle.wait();
+  return handle.outputs();
+}
+
+TorchHandle grouped_reducescatter_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                                        ReduceOp op, const ProcessSet& process_set) {
+  ReducescatterOptions options;
+  options.op = op;
+  options.process_set = process_set;
+  return grouped_reducescatter_async(tensors, name, options);
+}
+
+TorchHandle grouped_reducescatter_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                                        const ReducescatterOptions& options) {
+  std::vector<chorus::Tensor> inputs;
+  std::vector<OutputAllocator> allocators;
+  auto pending = allocating_group(tensors, name, &inputs, &allocators);
+  pending->handle = chorus::grouped_reducescatter_async(name, inputs, options, allocators);
+  return TorchHandle(std::move(pending));
+}
+
+std::vector<::torch::Tensor> grouped_reducescatter(const std::vector<::torch::Tensor>& tensors,
+                                                   const std::string& name, ReduceOp op,
+                                                   const ProcessSet& process_set) {
+  TorchHandle handle = grouped_reducescatter_async(tensors, name, op, process_set);
+  handle.wait();
+  return handle.outputs();
+}
+
+std::vector<::torch::Tensor> grouped_reducescatter(const std::vector<::torch::Tensor>& tensors,
+                                                   const std::string& name, const ReducescatterOptions& options) {
+  TorchHandle handle = grouped_reducescatter_async(tensors, name, options);
+  handle.wait();
+  return handle.outputs();
+}
+
+int join() { return chorus::join(); }
+
+void barrier(const ProcessSet& process_set) { chorus::barrier(process_set); }
+
+void start_timeline(const std::string& path, bool mark_cycles) { chorus::start_timeline(path, mark_cycles); }
+
+void stop_timeline() { chorus::stop_timeline(); }
 }  // namespace torch
 }  // namespace chorus

@@ -48,7 +48,7 @@ class TorchHandle {
   // Returns the result once it may be used (the output tensor; for an
   // in-place op the caller's tensor, now holding the result). Throws
   // chorus::Error with the runtime's message when the collective failed.
-  // A grouped allreduce returns its first output; use outputs() for all.
+  // A grouped op returns its first output; use outputs() for all.
   // CPU tensors: blocks until done. CUDA tensors (with a CUDA LibTorch):
   // blocks only until the collective is queued on the GPU; the device's
   // current stream waits for it, as after c10d's work.wait(), so work queued
@@ -62,7 +62,8 @@ class TorchHandle {
   bool poll() const { return test(); }
   Status status() const;
 
-  // Valid after wait(): every output of a grouped allreduce (one otherwise).
+  // Valid after wait(): every output of a grouped op, in member order (one
+  // otherwise).
   std::vector<::torch::Tensor> outputs() const;
   // alltoall: rows received from each rank (valid after wait(); for CUDA
   // tensors it waits on the host for the collective to end).
@@ -144,6 +145,35 @@ TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string
                                 const ReducescatterOptions& options);
 ::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
                               const ReducescatterOptions& options);
+
+// Grouped forms (see chorus.h): the tensors are negotiated as one unit (member
+// i named name + "." + i; a mismatch in any member fails the whole group on
+// every rank) and fused where they fit. The results are in member order.
+TorchHandle grouped_allgather_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                                    const ProcessSet& process_set = {});
+std::vector<::torch::Tensor> grouped_allgather(const std::vector<::torch::Tensor>& tensors,
+                                               const std::string& name, const ProcessSet& process_set = {});
+TorchHandle grouped_reducescatter_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                                        ReduceOp op = ReduceOp::kSum, const ProcessSet& process_set = {});
+std::vector<::torch::Tensor> grouped_reducescatter(const std::vector<::torch::Tensor>& tensors,
+                                                   const std::string& name, ReduceOp op = ReduceOp::kSum,
+                                                   const ProcessSet& process_set = {});
+TorchHandle grouped_reducescatter_async(const std::vector<::torch::Tensor>& tensors, const std::string& name,
+                                        const ReducescatterOptions& options);
+std::vector<::torch::Tensor> grouped_reducescatter(const std::vector<::torch::Tensor>& tensors,
+                                                   const std::string& name, const ReducescatterOptions& options);
+
+// chorus::join(): this rank has no more data; the others' allreduces go on
+// with its zeros (averages still divide by every rank), and their other
+// collectives fail naming it, until every rank has joined. Returns the last
+// rank to join.
+int join();
+// Waits until every member of `process_set` has called it.
+void barrier(const ProcessSet& process_set = {});
+// chorus::start_timeline() and stop_timeline(): collective; rank 0 writes
+// the CHORUS_TIMELINE trace of what runs in between to `path`.
+void start_timeline(const std::string& path, bool mark_cycles = false);
+void stop_timeline();
 
 }  // namespace torch
 }  // namespace chorus
