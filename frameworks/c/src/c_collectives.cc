@@ -32,9 +32,9 @@ chorus_result_t submit(const char* function, const char* collective, chorus_hand
   });
 }
 
-// The members of a group: count (>= 0; the C++ API refuses 0 itself, in the
-// same words as for C++ callers) tensors from `inputs`, each described as
-// "<array>[i]" in errors.
+// The members of a group: `count` tensors from `tensors`, each called
+// "<array>[i]" in errors. A count of 0 is left to the C++ API, so that it
+// gets the same text as from C++.
 std::vector<Tensor> members_of(const char* function, const std::string& name, int count,
                                const chorus_tensor_t* tensors, const char* array) {
   if (count < 0) {
@@ -94,7 +94,8 @@ chorus_result_t chorus_grouped_allreduce_async(const char* name, int count, cons
   return submit(function, "grouped allreduce", handle, [&] {
     const std::string n = name_of(name, function);
     const std::vector<chorus::Tensor> ins = members_of(function, n, count, inputs, "inputs");
-    const std::vector<chorus::Tensor> outs = outputs == nullptr ? ins : members_of(function, n, count, outputs, "outputs");
+    const std::vector<chorus::Tensor> outs =
+        outputs == nullptr ? ins : members_of(function, n, count, outputs, "outputs");
     const Options o = options_of(options, function);
     return chorus::grouped_allreduce_async(n, ins, outs,
                                            allreduce_options(o, std::string(function) + ": '" + n + "'"));
