@@ -1,18 +1,24 @@
 // Every collective through the C API (chorus/c_api.h, libchorus_c), checked
 // against support/reference: allreduce (every dtype x every reduce op, in
-// place and out of place, prescale/postscale), grouped allreduce, allgather,
-// broadcast, alltoall, reducescatter, barrier, join, point-to-point, process
-// sets (added at run time and at init) and the handle functions that read a
-// result. Only the C API is called: the library holds its own copy of the
-// runtime, so this binary's C++ runtime is never started.
+// place and out of place, prescale/postscale, integers scaled as Horovod
+// does), grouped allreduce, allgather, broadcast, alltoall, reducescatter
+// (scaled too), grouped allgather and reducescatter (each member's output
+// read from the one handle), barrier, join, point-to-point, process sets
+// (added at run time and at init), the timeline started and stopped at run
+// time, and the handle functions that read a result. Only the C API is
+// called: the library holds its own copy of the runtime, so this binary's
+// C++ runtime is never started.
 #include <chorus/c_api.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "support/chrome_trace.h"
 #include "support/harness.h"
 #include "support/reference.h"
 
@@ -30,6 +36,7 @@ struct CType {
 const std::vector<CType>& numeric_ctypes() {
   static const std::vector<CType> kTypes = {
       {DataType::kUInt8, CHORUS_UINT8},     {DataType::kInt8, CHORUS_INT8},
+      {DataType::kInt16, CHORUS_INT16},     {DataType::kUInt16, CHORUS_UINT16},
       {DataType::kInt32, CHORUS_INT32},     {DataType::kInt64, CHORUS_INT64},
       {DataType::kFloat16, CHORUS_FLOAT16}, {DataType::kBFloat16, CHORUS_BFLOAT16},
       {DataType::kFloat32, CHORUS_FLOAT32}, {DataType::kFloat64, CHORUS_FLOAT64}};
@@ -91,6 +98,41 @@ Buffer output_of(chorus_handle_t handle, DataType dtype) {
     EXPECT_EQ(std::memcmp(data, out.data(), bytes), 0);
   }
   return out;
+}
+
+// Member `member`'s output of a handle, read as output_of() reads a single
+// one (shape, dtype code, bytes, copy and pointer).
+Buffer member_output_of(chorus_handle_t handle, int member, DataType dtype, int code) {
+  int ndim = -1, got_code = -1;
+  size_t bytes = 0;
+  EXPECT_TRUE(ok(chorus_handle_output_shape_member(handle, member, nullptr, 0, &ndim)));
+  std::vector<int64_t> shape(static_cast<size_t>(std::max(ndim, 0)));
+  EXPECT_TRUE(ok(chorus_handle_output_shape_member(handle, member, shape.data(), ndim, &ndim)));
+  EXPECT_TRUE(ok(chorus_handle_output_dtype_member(handle, member, &got_code)));
+  EXPECT_EQ(got_code, code);
+  EXPECT_TRUE(ok(chorus_handle_output_bytes_member(handle, member, &bytes)));
+  Buffer out(dtype, shape);
+  EXPECT_EQ(bytes, out.bytes());
+  EXPECT_TRUE(ok(chorus_handle_output_copy_member(handle, member, out.data(), out.bytes())));
+  void* data = nullptr;
+  EXPECT_TRUE(ok(chorus_handle_output_data_member(handle, member, &data)));
+  if (data != nullptr && bytes > 0) {
+    EXPECT_EQ(std::memcmp(data, out.data(), bytes), 0);
+  }
+  return out;
+}
+
+// The factors of scaled_reductions_test: for floating dtypes one pair that
+// keeps kSmall inputs exact and one that rounds; for integers fractions that
+// truncate, a negative one (unsigned results saturate at 0) and a large one
+// that saturates.
+struct Factors {
+  double pre;
+  double post;
+};
+std::vector<Factors> factors_for(DataType dtype) {
+  if (chorus::is_floating_point(dtype)) return {{0.5, 3.0}, {2.0, 0.1}};
+  return {{0.5, 3.0}, {1.0, -0.37}, {40.0, 25.0}};
 }
 
 class CApiTest : public ::testing::Test {
@@ -213,6 +255,44 @@ TEST_F(CApiTest, AllreduceDefaultsToAverageAndScales) {
   }
 }
 
+// The C layer passes integer factors on: Horovod's truncation, as the C++ API.
+TEST_F(CApiTest, IntegerAllreduceScalesAsHorovod) {
+  struct Pending {
+    std::string name;
+    Buffer buffer;
+    std::vector<double> expected;
+    chorus_handle_t handle = CHORUS_HANDLE_NULL;
+  };
+  std::deque<Pending> pending;
+  int index = 0;
+  for (const CType& type : numeric_ctypes()) {
+    if (chorus::is_floating_point(type.dtype)) continue;
+    // The sum, and the average that folds into the postscale.
+    for (const COp& op : {COp{ReduceOp::kSum, CHORUS_OP_SUM}, COp{ReduceOp::kAverage, CHORUS_OP_AVERAGE}}) {
+      for (const Factors& f : factors_for(type.dtype)) {
+        const auto inputs = make_inputs(type.dtype, {7}, size(), index, kSeed + 10);
+        Pending& p = pending.emplace_back();
+        p.name = std::string("scaled.") + chorus::dtype_name(type.dtype) + "." + chorus::reduce_op_name(op.op) +
+                 "." + std::to_string(index++);
+        p.buffer = inputs[rank()];
+        p.expected = reference_reduce(inputs, op.op, f.pre, f.post);
+        chorus_options_t options = CHORUS_OPTIONS_INITIALIZER;
+        options.op = op.code;
+        options.prescale_factor = f.pre;
+        options.postscale_factor = f.post;
+        const chorus_tensor_t t = c_tensor(p.buffer, type.code);
+        EXPECT_TRUE(ok(chorus_allreduce_async(p.name.c_str(), &t, nullptr, &options, &p.handle))) << p.name;
+      }
+    }
+  }
+  for (Pending& p : pending) {
+    SCOPED_TRACE(p.name);
+    EXPECT_TRUE(done(p.handle));
+    EXPECT_TRUE(matches(p.buffer.tensor(), p.expected));
+    EXPECT_TRUE(ok(chorus_handle_release(p.handle)));
+  }
+}
+
 TEST_F(CApiTest, GroupedAllreduceIsOneHandle) {
   const std::vector<Shape> shapes = {{4}, {2, 3}, {1}, {0}};
   std::vector<Buffer> inputs, outputs;
@@ -270,6 +350,12 @@ TEST_F(CApiTest, AllgatherOfUnevenFirstDimensions) {
     int code = -1;
     EXPECT_TRUE(ok(chorus_handle_output_dtype(handle, &code)));
     EXPECT_EQ(code, type.code);
+    // A single collective's output is member 0 of 1.
+    int count = -1;
+    EXPECT_TRUE(ok(chorus_handle_output_count(handle, &count)));
+    EXPECT_EQ(count, 1);
+    Buffer member = member_output_of(handle, 0, type.dtype, type.code);
+    EXPECT_TRUE(same_bytes(member.tensor(), expected));
     EXPECT_TRUE(ok(chorus_handle_release(handle)));
   }
 }
@@ -367,6 +453,179 @@ TEST_F(CApiTest, ReducescatterEveryOpUnevenRows) {
   Buffer part = output_of(handle, DataType::kInt64);
   EXPECT_TRUE(matches(part.tensor(), reference_reducescatter(inputs, ReduceOp::kSum, rank())));
   EXPECT_TRUE(ok(chorus_handle_release(handle)));
+}
+
+// Every dtype with factors, several in flight at once, uneven rows.
+TEST_F(CApiTest, ReducescatterScalesEveryDtype) {
+  struct Pending {
+    std::string name;
+    Buffer input, original;
+    std::vector<double> expected;
+    Shape expected_shape;
+    DataType dtype;
+    chorus_handle_t handle = CHORUS_HANDLE_NULL;
+  };
+  std::deque<Pending> pending;
+  const int64_t rows = 2 * size() + 1;
+  const auto [begin, end] = reducescatter_rows(rows, size(), rank());
+  int index = 0;
+  for (const CType& type : numeric_ctypes()) {
+    for (const COp& op : {COp{ReduceOp::kSum, CHORUS_OP_SUM}, COp{ReduceOp::kAverage, CHORUS_OP_AVERAGE},
+                          COp{ReduceOp::kMax, CHORUS_OP_MAX}}) {
+      for (const Factors& f : factors_for(type.dtype)) {
+        const auto inputs = make_inputs(type.dtype, {rows, 2}, size(), index, kSeed + 11);
+        Pending& p = pending.emplace_back();
+        p.name = std::string("reducescatter.scaled.") + chorus::dtype_name(type.dtype) + "." +
+                 chorus::reduce_op_name(op.op) + "." + std::to_string(index++);
+        p.input = inputs[rank()];
+        p.original = inputs[rank()];
+        p.expected = reference_reducescatter(inputs, op.op, rank(), f.pre, f.post);
+        p.expected_shape = {end - begin, 2};
+        p.dtype = type.dtype;
+        chorus_options_t options = CHORUS_OPTIONS_INITIALIZER;
+        options.op = op.code;
+        options.prescale_factor = f.pre;
+        options.postscale_factor = f.post;
+        const chorus_tensor_t t = c_tensor(p.input, type.code);
+        EXPECT_TRUE(ok(chorus_reducescatter_async(p.name.c_str(), &t, &options, &p.handle))) << p.name;
+      }
+    }
+  }
+  for (Pending& p : pending) {
+    SCOPED_TRACE(p.name);
+    EXPECT_TRUE(done(p.handle));
+    Buffer part = output_of(p.handle, p.dtype);
+    EXPECT_EQ(part.shape(), p.expected_shape);
+    EXPECT_TRUE(matches(part.tensor(), p.expected));
+    EXPECT_TRUE(same_bytes(p.input.tensor(), p.original));  // prescaling works on a copy
+    EXPECT_TRUE(ok(chorus_handle_release(p.handle)));
+  }
+}
+
+// Members of several dtypes (bool too) and uneven first dimensions, one handle.
+TEST_F(CApiTest, GroupedAllgatherOwnsEveryMembersOutput) {
+  const std::vector<CType> types = {{DataType::kInt16, CHORUS_INT16},
+                                    {DataType::kFloat32, CHORUS_FLOAT32},
+                                    {DataType::kBool, CHORUS_BOOL},
+                                    {DataType::kUInt16, CHORUS_UINT16}};
+  std::vector<std::vector<Buffer>> all(types.size());
+  std::vector<chorus_tensor_t> in;
+  for (size_t m = 0; m < types.size(); ++m) {
+    for (int r = 0; r < size(); ++r) {
+      all[m].push_back(make_input(types[m].dtype, {pick(0, 3, r, m, kSeed), static_cast<int64_t>(m) + 1}, r,
+                                  static_cast<int>(m), kSeed + 12));
+    }
+  }
+  for (size_t m = 0; m < types.size(); ++m) in.push_back(c_tensor(all[m][static_cast<size_t>(rank())], types[m].code));
+  chorus_handle_t handle = CHORUS_HANDLE_NULL;
+  ASSERT_TRUE(ok(chorus_grouped_allgather_async("grouped.allgather", static_cast<int>(in.size()), in.data(), nullptr,
+                                                &handle)));
+  EXPECT_TRUE(done(handle));
+  int count = -1;
+  EXPECT_TRUE(ok(chorus_handle_output_count(handle, &count)));
+  EXPECT_EQ(count, static_cast<int>(types.size()));
+  for (size_t m = 0; m < types.size(); ++m) {
+    SCOPED_TRACE("member " + std::to_string(m));
+    Buffer gathered = member_output_of(handle, static_cast<int>(m), types[m].dtype, types[m].code);
+    const Buffer expected = reference_allgather(all[m]);
+    EXPECT_EQ(gathered.shape(), expected.shape());
+    EXPECT_TRUE(same_bytes(gathered.tensor(), expected));
+  }
+  EXPECT_TRUE(ok(chorus_handle_release(handle)));
+}
+
+// Options reach every member: the op and both factors, integers truncated.
+TEST_F(CApiTest, GroupedReducescatterScalesEveryMember) {
+  const std::vector<CType> types = {{DataType::kFloat32, CHORUS_FLOAT32},
+                                    {DataType::kInt16, CHORUS_INT16},
+                                    {DataType::kFloat64, CHORUS_FLOAT64},
+                                    {DataType::kUInt16, CHORUS_UINT16}};
+  const std::vector<Shape> shapes = {{2 * size() + 1, 2}, {size() + 1}, {int64_t{1}, 3}, {3 * size(), 1}};
+  for (const COp& op : {COp{ReduceOp::kSum, CHORUS_OP_SUM}, COp{ReduceOp::kAverage, CHORUS_OP_AVERAGE}}) {
+    SCOPED_TRACE(chorus::reduce_op_name(op.op));
+    std::vector<Buffer> mine;
+    std::vector<std::vector<double>> expected;
+    for (size_t m = 0; m < types.size(); ++m) {
+      const auto inputs = make_inputs(types[m].dtype, shapes[m], size(), static_cast<int>(m), kSeed + 13);
+      mine.push_back(inputs[rank()]);
+      expected.push_back(reference_reducescatter(inputs, op.op, rank(), 0.5, 3.0));
+    }
+    std::vector<chorus_tensor_t> in;
+    for (size_t m = 0; m < types.size(); ++m) in.push_back(c_tensor(mine[m], types[m].code));
+    chorus_options_t options = CHORUS_OPTIONS_INITIALIZER;
+    options.op = op.code;
+    options.prescale_factor = 0.5;
+    options.postscale_factor = 3.0;
+    chorus_handle_t handle = CHORUS_HANDLE_NULL;
+    const std::string name = std::string("grouped.reducescatter.") + chorus::reduce_op_name(op.op);
+    ASSERT_TRUE(ok(chorus_grouped_reducescatter_async(name.c_str(), static_cast<int>(in.size()), in.data(), &options,
+                                                      &handle)));
+    EXPECT_TRUE(done(handle));
+    int count = -1;
+    EXPECT_TRUE(ok(chorus_handle_output_count(handle, &count)));
+    EXPECT_EQ(count, static_cast<int>(types.size()));
+    for (size_t m = 0; m < types.size(); ++m) {
+      SCOPED_TRACE("member " + std::to_string(m));
+      Buffer part = member_output_of(handle, static_cast<int>(m), types[m].dtype, types[m].code);
+      const auto [begin, end] = reducescatter_rows(shapes[m][0], size(), rank());
+      Shape expected_shape = shapes[m];
+      expected_shape[0] = end - begin;
+      EXPECT_EQ(part.shape(), expected_shape);
+      EXPECT_TRUE(matches(part.tensor(), expected[m]));
+    }
+    EXPECT_TRUE(ok(chorus_handle_release(handle)));
+  }
+}
+
+// start/stop at run time: rank 0's trace holds exactly the collectives run
+// in between, with cycle markers as asked; stopping again and an empty path
+// get the C++ API's errors as codes.
+TEST_F(CApiTest, TimelineStartedAndStoppedAtRunTime) {
+  const std::string path = temp_dir() + "/" + shared_token() + ".c_api.timeline.json";
+  auto allreduce_checked = [&](const char* name, int index) {
+    const auto inputs = make_inputs(DataType::kFloat32, {5}, size(), index, kSeed + 14);
+    Buffer mine = inputs[rank()];
+    chorus_tensor_t t = c_tensor(mine, CHORUS_FLOAT32);
+    chorus_options_t sum = CHORUS_OPTIONS_INITIALIZER;
+    sum.op = CHORUS_OP_SUM;
+    chorus_handle_t handle = CHORUS_HANDLE_NULL;
+    ASSERT_TRUE(ok(chorus_allreduce_async(name, &t, nullptr, &sum, &handle)));
+    EXPECT_TRUE(done(handle));
+    EXPECT_TRUE(matches(mine.tensor(), reference_reduce(inputs, ReduceOp::kSum))) << name;
+    EXPECT_TRUE(ok(chorus_handle_release(handle)));
+  };
+  allreduce_checked("c.timeline.before", 0);
+  ASSERT_TRUE(ok(chorus_start_timeline(path.c_str(), 1)));
+  allreduce_checked("c.timeline.during", 1);
+  std::vector<Buffer> group = {make_input(DataType::kInt16, {2, 2}, rank(), 2, kSeed + 14),
+                               make_input(DataType::kFloat64, {1}, rank(), 3, kSeed + 14)};
+  std::vector<chorus_tensor_t> in = {c_tensor(group[0], CHORUS_INT16), c_tensor(group[1], CHORUS_FLOAT64)};
+  chorus_handle_t handle = CHORUS_HANDLE_NULL;
+  ASSERT_TRUE(ok(chorus_grouped_allgather_async("c.timeline.group", 2, in.data(), nullptr, &handle)));
+  EXPECT_TRUE(done(handle));
+  EXPECT_TRUE(ok(chorus_handle_release(handle)));
+  ASSERT_TRUE(ok(chorus_stop_timeline()));
+  allreduce_checked("c.timeline.after", 4);
+
+  EXPECT_EQ(chorus_stop_timeline(), CHORUS_ERROR_PRECONDITION);
+  EXPECT_STREQ(chorus_last_error(),
+               "stop_timeline(): no timeline is being written; start one with start_timeline() or CHORUS_TIMELINE");
+  EXPECT_EQ(chorus_start_timeline("", 0), CHORUS_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(chorus_last_error(),
+               "start_timeline(): the path is empty; expected the file that rank 0 writes the trace to");
+
+  test_barrier();
+  if (rank() != 0) return;
+  const std::string text = read_file(path);
+  std::vector<double> markers;
+  const Lanes lanes = parse_trace(text, &markers);
+  std::set<std::string> names;
+  for (const auto& [tensor, spans] : lanes) names.insert(tensor);
+  EXPECT_EQ(names, (std::set<std::string>{"c.timeline.during", "c.timeline.group.0", "c.timeline.group.1"})) << text;
+  EXPECT_EQ(activities(lanes, "c.timeline.during").count("ALLREDUCE"), 1u) << text;
+  EXPECT_EQ(activities(lanes, "c.timeline.group.1").count("ALLGATHER"), 1u) << text;
+  EXPECT_FALSE(markers.empty()) << "no CYCLE_START marker with mark_cycles:\n" << text;
+  std::remove(path.c_str());
 }
 
 TEST_F(CApiTest, PointToPointAroundTheRing) {

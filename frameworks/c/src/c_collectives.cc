@@ -32,9 +32,36 @@ chorus_result_t submit(const char* function, const char* collective, chorus_hand
   });
 }
 
+// The members of a group: `count` tensors from `tensors`, each called
+// "<array>[i]" in errors. A count of 0 is left to the C++ API, so that it
+// gets the same text as from C++.
+std::vector<Tensor> members_of(const char* function, const std::string& name, int count,
+                               const chorus_tensor_t* tensors, const char* array) {
+  if (count < 0) {
+    throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) + ": '" + name + "': count is " +
+                                                       std::to_string(count) + "; expected 1 or more");
+  }
+  if (count > 0) require_pointer(tensors, function, array);
+  std::vector<Tensor> out;
+  for (int i = 0; i < count; ++i) {
+    const std::string member = std::string(array) + "[" + std::to_string(i) + "]";
+    out.push_back(tensor_of(&tensors[i], context(function, name, member.c_str())));
+  }
+  return out;
+}
+
 AllreduceOptions allreduce_options(const Options& options, const std::string& where) {
   AllreduceOptions out;
   out.op = reduce_op_of(options, ReduceOp::kAverage, where);
+  out.prescale_factor = options.prescale_factor;
+  out.postscale_factor = options.postscale_factor;
+  out.process_set = options.process_set;
+  return out;
+}
+
+ReducescatterOptions reducescatter_options(const Options& options, const std::string& where) {
+  ReducescatterOptions out;
+  out.op = reduce_op_of(options, ReduceOp::kSum, where);
   out.prescale_factor = options.prescale_factor;
   out.postscale_factor = options.postscale_factor;
   out.process_set = options.process_set;
@@ -66,22 +93,9 @@ chorus_result_t chorus_grouped_allreduce_async(const char* name, int count, cons
   static const char* const function = "chorus_grouped_allreduce_async";
   return submit(function, "grouped allreduce", handle, [&] {
     const std::string n = name_of(name, function);
-    if (count < 0) {
-      throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) + ": '" + n + "': count is " +
-                                                         std::to_string(count) + "; expected 1 or more");
-    }
-    if (count > 0) require_pointer(inputs, function, "inputs");
-    std::vector<chorus::Tensor> ins, outs;
-    for (int i = 0; i < count; ++i) {
-      const std::string member = "inputs[" + std::to_string(i) + "]";
-      ins.push_back(tensor_of(&inputs[i], context(function, n, member.c_str())));
-      if (outputs == nullptr) {
-        outs.push_back(ins.back());
-      } else {
-        const std::string out_member = "outputs[" + std::to_string(i) + "]";
-        outs.push_back(tensor_of(&outputs[i], context(function, n, out_member.c_str())));
-      }
-    }
+    const std::vector<chorus::Tensor> ins = members_of(function, n, count, inputs, "inputs");
+    const std::vector<chorus::Tensor> outs =
+        outputs == nullptr ? ins : members_of(function, n, count, outputs, "outputs");
     const Options o = options_of(options, function);
     return chorus::grouped_allreduce_async(n, ins, outs,
                                            allreduce_options(o, std::string(function) + ": '" + n + "'"));
@@ -137,16 +151,31 @@ chorus_result_t chorus_reducescatter_async(const char* name, const chorus_tensor
     const std::string n = name_of(name, function);
     const chorus::Tensor in = tensor_of(input, context(function, n, "input"));
     const Options o = options_of(options, function);
-    const std::string where = std::string(function) + ": '" + n + "'";
-    const chorus::ReduceOp op = reduce_op_of(o, chorus::ReduceOp::kSum, where);
-    // Once the C++ reducescatter takes prescale/postscale factors (issue 37,
-    // item 2), pass o.prescale_factor and o.postscale_factor on instead.
-    if (o.prescale_factor != 1.0 || o.postscale_factor != 1.0) {
-      throw CApiError(CHORUS_ERROR_UNSUPPORTED,
-                      where + ": prescale and postscale factors on reducescatter are not supported by this "
-                              "build of Chorus (expected 1.0)");
-    }
-    return chorus::reducescatter_async(n, in, op, nullptr, o.process_set);
+    return chorus::reducescatter_async(n, in, reducescatter_options(o, std::string(function) + ": '" + n + "'"));
+  });
+}
+
+chorus_result_t chorus_grouped_allgather_async(const char* name, int count, const chorus_tensor_t* inputs,
+                                               const chorus_options_t* options, chorus_handle_t* handle) {
+  static const char* const function = "chorus_grouped_allgather_async";
+  return submit(function, "grouped allgather", handle, [&] {
+    const std::string n = name_of(name, function);
+    const std::vector<chorus::Tensor> ins = members_of(function, n, count, inputs, "inputs");
+    const Options o = options_of(options, function);
+    require_no_reduction(o, std::string(function) + ": '" + n + "'", "allgather");
+    return chorus::grouped_allgather_async(n, ins, {}, o.process_set);
+  });
+}
+
+chorus_result_t chorus_grouped_reducescatter_async(const char* name, int count, const chorus_tensor_t* inputs,
+                                                   const chorus_options_t* options, chorus_handle_t* handle) {
+  static const char* const function = "chorus_grouped_reducescatter_async";
+  return submit(function, "grouped reducescatter", handle, [&] {
+    const std::string n = name_of(name, function);
+    const std::vector<chorus::Tensor> ins = members_of(function, n, count, inputs, "inputs");
+    const Options o = options_of(options, function);
+    return chorus::grouped_reducescatter_async(n, ins,
+                                               reducescatter_options(o, std::string(function) + ": '" + n + "'"));
   });
 }
 

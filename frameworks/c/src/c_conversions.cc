@@ -55,12 +55,8 @@ DataType dtype_of(int code, const std::string& context) {
     case CHORUS_FLOAT32: return DataType::kFloat32;
     case CHORUS_FLOAT64: return DataType::kFloat64;
     case CHORUS_BOOL: return DataType::kBool;
-    case CHORUS_INT16:
-      // return DataType::kInt16;  // once chorus/types.h has it (issue 37, item 1)
-      throw unsupported(context + " has dtype CHORUS_INT16 (9), which this build of Chorus does not support");
-    case CHORUS_UINT16:
-      // return DataType::kUInt16;  // once chorus/types.h has it (issue 37, item 1)
-      throw unsupported(context + " has dtype CHORUS_UINT16 (10), which this build of Chorus does not support");
+    case CHORUS_INT16: return DataType::kInt16;
+    case CHORUS_UINT16: return DataType::kUInt16;
     default:
       throw invalid(context + " has unknown dtype code " + std::to_string(code) +
                     "; expected one of CHORUS_UINT8 (0), CHORUS_INT8 (1), CHORUS_INT32 (2), CHORUS_INT64 (3), "
@@ -80,6 +76,8 @@ int dtype_code(DataType dtype) {
     case DataType::kFloat32: return CHORUS_FLOAT32;
     case DataType::kFloat64: return CHORUS_FLOAT64;
     case DataType::kBool: return CHORUS_BOOL;
+    case DataType::kInt16: return CHORUS_INT16;
+    case DataType::kUInt16: return CHORUS_UINT16;
   }
   // Outputs have their input's dtype, which came through dtype_of().
   throw CApiError(CHORUS_ERROR_INTERNAL, std::string("dtype ") + dtype_name(dtype) + " has no C API code");

@@ -12,8 +12,7 @@
 
 namespace chorus::c_api {
 
-// chorus_dtype_t <-> DataType. A reserved code that this build's DataType
-// lacks is CHORUS_ERROR_UNSUPPORTED; any other unknown code
+// chorus_dtype_t <-> DataType. An unknown code is
 // CHORUS_ERROR_INVALID_ARGUMENT. `context` starts the message
 // ("chorus_allreduce_async: 'grad': input").
 DataType dtype_of(int code, const std::string& context);

@@ -1,5 +1,6 @@
 // The C API's handle functions: test, wait, release, the failure's text and
-// the results a handle holds (output, received splits, last joined rank).
+// the results a handle holds (output or each member's output, received
+// splits, last joined rank).
 #include <chrono>
 #include <cstring>
 #include <initializer_list>
@@ -32,12 +33,83 @@ std::shared_ptr<HandleRecord> find_for(chorus_handle_t id, const char* function,
                                                      record->collective() + ")");
 }
 
+bool is_group(const HandleRecord& record) {
+  return std::strcmp(record.collective(), "grouped allgather") == 0 ||
+         std::strcmp(record.collective(), "grouped reducescatter") == 0;
+}
+
 // The output of a handle that has one, once it has succeeded (until then
 // the C++ API throws the collective's state: in progress, or its failure).
 Tensor output_of(chorus_handle_t id, const char* function) {
+  const auto record = find(id, function);
+  if (is_group(*record)) {
+    throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) +
+                                                       " applies to a single collective's handle, not to group '" +
+                                                       record->handle().name() + "' (" + record->collective() +
+                                                       "): use " + function + "_member");
+  }
   return find_for(id, function, {"allgather", "alltoall", "reducescatter"}, "allgather, alltoall and reducescatter")
       ->handle()
       .output();
+}
+
+// Every output of a handle that has some (one per member of a group), once
+// it has succeeded.
+std::vector<Tensor> outputs_of(chorus_handle_t id, const char* function, std::string* name) {
+  const auto record =
+      find_for(id, function, {"allgather", "alltoall", "reducescatter", "grouped allgather", "grouped reducescatter"},
+               "allgather, alltoall and reducescatter (grouped or not)");
+  *name = record->handle().name();
+  return record->handle().outputs();
+}
+
+// Member `member`'s output.
+Tensor member_output_of(chorus_handle_t id, int member, const char* function) {
+  std::string name;
+  const std::vector<Tensor> outputs = outputs_of(id, function, &name);
+  if (member < 0 || static_cast<size_t>(member) >= outputs.size()) {
+    throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) + ": member " + std::to_string(member) +
+                                                       " is out of range: '" + name + "' has " +
+                                                       std::to_string(outputs.size()) + " output(s); expected 0 to " +
+                                                       std::to_string(outputs.size() - 1));
+  }
+  return outputs[static_cast<size_t>(member)];
+}
+
+// The bodies of the output accessors, on the output `function` found.
+chorus_result_t write_shape(const Tensor& output, const char* function, int64_t* shape, int capacity, int* ndim) {
+  const int dims = static_cast<int>(output.shape.size());
+  *ndim = dims;
+  if (shape == nullptr && capacity == 0) return CHORUS_SUCCESS;
+  if (capacity < dims) {
+    throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) + ": capacity " + std::to_string(capacity) +
+                                                       " is less than the output's " + std::to_string(dims) +
+                                                       " dimensions");
+  }
+  if (dims > 0) require_pointer(shape, function, "shape");
+  for (int i = 0; i < dims; ++i) shape[i] = output.shape[static_cast<size_t>(i)];
+  return CHORUS_SUCCESS;
+}
+
+// `data_function` gives the pointer to a device's output instead.
+chorus_result_t copy_output(const Tensor& output, const char* function, const char* data_function, void* dest,
+                            size_t capacity) {
+  if (output.device.kind != chorus::Device::Kind::kCPU) {
+    throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) + ": the output is on " +
+                                                       output.device.to_string() +
+                                                       "; copy it with the device's own copy from " + data_function);
+  }
+  const size_t bytes = output.bytes();
+  if (capacity < bytes) {
+    throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) + ": capacity " + std::to_string(capacity) +
+                                                       " bytes is less than the output's " + std::to_string(bytes) +
+                                                       " bytes");
+  }
+  if (bytes > 0) {
+    require_pointer(dest, function, "dest");
+    std::memcpy(dest, output.data, bytes);
+  }
+  return CHORUS_SUCCESS;
 }
 
 }  // namespace
@@ -125,18 +197,7 @@ chorus_result_t chorus_handle_output_shape(chorus_handle_t handle, int64_t* shap
   static const char* const function = "chorus_handle_output_shape";
   return guarded(function, [&] {
     require_pointer(ndim, function, "ndim");
-    const chorus::Tensor output = output_of(handle, function);
-    const int dims = static_cast<int>(output.shape.size());
-    *ndim = dims;
-    if (shape == nullptr && capacity == 0) return CHORUS_SUCCESS;
-    if (capacity < dims) {
-      throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) + ": capacity " +
-                                                         std::to_string(capacity) + " is less than the output's " +
-                                                         std::to_string(dims) + " dimensions");
-    }
-    if (dims > 0) require_pointer(shape, function, "shape");
-    for (int i = 0; i < dims; ++i) shape[i] = output.shape[static_cast<size_t>(i)];
-    return CHORUS_SUCCESS;
+    return write_shape(output_of(handle, function), function, shape, capacity, ndim);
   });
 }
 
@@ -161,23 +222,61 @@ chorus_result_t chorus_handle_output_data(chorus_handle_t handle, void** data) {
 chorus_result_t chorus_handle_output_copy(chorus_handle_t handle, void* dest, size_t capacity) {
   static const char* const function = "chorus_handle_output_copy";
   return guarded(function, [&] {
-    const chorus::Tensor output = output_of(handle, function);
-    if (output.device.kind != chorus::Device::Kind::kCPU) {
-      throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT,
-                      std::string(function) + ": the output is on " + output.device.to_string() +
-                          "; copy it with the device's own copy from chorus_handle_output_data");
-    }
-    const size_t bytes = output.bytes();
-    if (capacity < bytes) {
-      throw CApiError(CHORUS_ERROR_INVALID_ARGUMENT, std::string(function) + ": capacity " +
-                                                         std::to_string(capacity) + " bytes is less than the output's " +
-                                                         std::to_string(bytes) + " bytes");
-    }
-    if (bytes > 0) {
-      require_pointer(dest, function, "dest");
-      std::memcpy(dest, output.data, bytes);
-    }
+    return copy_output(output_of(handle, function), function, "chorus_handle_output_data", dest, capacity);
+  });
+}
+
+chorus_result_t chorus_handle_output_count(chorus_handle_t handle, int* count) {
+  static const char* const function = "chorus_handle_output_count";
+  return guarded(function, [&] {
+    require_pointer(count, function, "count");
+    std::string name;
+    *count = static_cast<int>(outputs_of(handle, function, &name).size());
     return CHORUS_SUCCESS;
+  });
+}
+
+chorus_result_t chorus_handle_output_dtype_member(chorus_handle_t handle, int member, int* dtype) {
+  static const char* const function = "chorus_handle_output_dtype_member";
+  return guarded(function, [&] {
+    require_pointer(dtype, function, "dtype");
+    *dtype = dtype_code(member_output_of(handle, member, function).dtype);
+    return CHORUS_SUCCESS;
+  });
+}
+
+chorus_result_t chorus_handle_output_shape_member(chorus_handle_t handle, int member, int64_t* shape, int capacity,
+                                                  int* ndim) {
+  static const char* const function = "chorus_handle_output_shape_member";
+  return guarded(function, [&] {
+    require_pointer(ndim, function, "ndim");
+    return write_shape(member_output_of(handle, member, function), function, shape, capacity, ndim);
+  });
+}
+
+chorus_result_t chorus_handle_output_bytes_member(chorus_handle_t handle, int member, size_t* bytes) {
+  static const char* const function = "chorus_handle_output_bytes_member";
+  return guarded(function, [&] {
+    require_pointer(bytes, function, "bytes");
+    *bytes = member_output_of(handle, member, function).bytes();
+    return CHORUS_SUCCESS;
+  });
+}
+
+chorus_result_t chorus_handle_output_data_member(chorus_handle_t handle, int member, void** data) {
+  static const char* const function = "chorus_handle_output_data_member";
+  return guarded(function, [&] {
+    require_pointer(data, function, "data");
+    *data = member_output_of(handle, member, function).data;
+    return CHORUS_SUCCESS;
+  });
+}
+
+chorus_result_t chorus_handle_output_copy_member(chorus_handle_t handle, int member, void* dest, size_t capacity) {
+  static const char* const function = "chorus_handle_output_copy_member";
+  return guarded(function, [&] {
+    return copy_output(member_output_of(handle, member, function), function, "chorus_handle_output_data_member",
+                       dest, capacity);
   });
 }
 

@@ -51,8 +51,10 @@ extern "C" {
 #endif
 
 /* The version of this header's interface; it grows when functions or option
- * fields are added (old programs keep working: see the options structs). */
-#define CHORUS_C_API_VERSION 1
+ * fields are added (old programs keep working: see the options structs).
+ * 2 added int16/uint16, scale factors on reducescatter, grouped allgather
+ * and reducescatter with their per-member outputs, and the timeline. */
+#define CHORUS_C_API_VERSION 2
 
 /* ------------------------------------------------------------------------ */
 /* Result codes (stable values).                                            */
@@ -97,8 +99,8 @@ typedef enum chorus_dtype {
   CHORUS_FLOAT32 = 6,
   CHORUS_FLOAT64 = 7,
   CHORUS_BOOL = 8, /* one byte per element; broadcast and allgather only */
-  CHORUS_INT16 = 9,  /* reserved: CHORUS_ERROR_UNSUPPORTED where the build lacks it */
-  CHORUS_UINT16 = 10 /* reserved: CHORUS_ERROR_UNSUPPORTED where the build lacks it */
+  CHORUS_INT16 = 9,  /* 16-bit integers: NCCL does not reduce them (as in Horovod) */
+  CHORUS_UINT16 = 10
 } chorus_dtype_t;
 
 typedef enum chorus_reduce_op {
@@ -140,9 +142,9 @@ typedef struct chorus_options {
   size_t size;          /* sizeof(chorus_options_t) */
   unsigned int magic;   /* CHORUS_OPTIONS_MAGIC */
   unsigned int version; /* CHORUS_C_API_VERSION */
-  int op;               /* chorus_reduce_op_t: allreduce, grouped allreduce, reducescatter */
-  double prescale_factor;  /* allreduce, grouped allreduce (1.0: none) */
-  double postscale_factor; /* allreduce, grouped allreduce (1.0: none) */
+  int op;               /* chorus_reduce_op_t: allreduce and reducescatter, grouped or not */
+  double prescale_factor;  /* allreduce and reducescatter, grouped or not (1.0: none) */
+  double postscale_factor; /* allreduce and reducescatter, grouped or not (1.0: none) */
   int32_t process_set;     /* every collective but join: 0 is the global set */
 } chorus_options_t;
 
@@ -247,6 +249,18 @@ CHORUS_C_EXPORT chorus_result_t chorus_alltoall_async(const char* name, const ch
 CHORUS_C_EXPORT chorus_result_t chorus_reducescatter_async(const char* name, const chorus_tensor_t* input,
                                                            const chorus_options_t* options,
                                                            chorus_handle_t* handle);
+/* Grouped forms, as chorus_grouped_allreduce_async: count tensors
+ * negotiated as one unit (member i is named name + "." + i; a mismatch in
+ * any fails the whole group on every rank) and fused where they fit. One
+ * handle owns every member's output: chorus_handle_output_*_member. */
+CHORUS_C_EXPORT chorus_result_t chorus_grouped_allgather_async(const char* name, int count,
+                                                               const chorus_tensor_t* inputs,
+                                                               const chorus_options_t* options,
+                                                               chorus_handle_t* handle);
+CHORUS_C_EXPORT chorus_result_t chorus_grouped_reducescatter_async(const char* name, int count,
+                                                                   const chorus_tensor_t* inputs,
+                                                                   const chorus_options_t* options,
+                                                                   chorus_handle_t* handle);
 CHORUS_C_EXPORT chorus_result_t chorus_barrier_async(const chorus_options_t* options, chorus_handle_t* handle);
 /* The last rank to join: chorus_handle_last_joined_rank. */
 CHORUS_C_EXPORT chorus_result_t chorus_join_async(chorus_handle_t* handle);
@@ -256,6 +270,16 @@ CHORUS_C_EXPORT chorus_result_t chorus_send_async(const char* name, const chorus
                                                   chorus_handle_t* handle);
 CHORUS_C_EXPORT chorus_result_t chorus_recv_async(const char* name, const chorus_tensor_t* tensor, int source_rank,
                                                   chorus_handle_t* handle);
+
+/* ------------------------------------------------------------------------ */
+/* The timeline at run time (chorus::start_timeline, chorus::stop_timeline). */
+/* Blocking and collective over the job: every rank calls them with the same */
+/* arguments; rank 0 writes the Chrome trace of the collectives negotiated   */
+/* in between (with CYCLE_START markers when mark_cycles is not 0) to path.  */
+
+CHORUS_C_EXPORT chorus_result_t chorus_start_timeline(const char* path, int mark_cycles);
+/* Rank 0's file is complete once this returns on any rank. */
+CHORUS_C_EXPORT chorus_result_t chorus_stop_timeline(void);
 
 /* ------------------------------------------------------------------------ */
 /* Handles.                                                                 */
@@ -281,7 +305,8 @@ CHORUS_C_EXPORT const char* chorus_handle_error(chorus_handle_t handle);
 
 /* The output that an allgather, alltoall or reducescatter handle owns, once
  * it has succeeded (until then, the collective's result). It lies on the
- * input's device. */
+ * input's device. A grouped handle has one per member: the _member forms
+ * below. */
 CHORUS_C_EXPORT chorus_result_t chorus_handle_output_dtype(chorus_handle_t handle, int* dtype);
 /* The array rule of process sets: (NULL, 0) asks for *ndim only. */
 CHORUS_C_EXPORT chorus_result_t chorus_handle_output_shape(chorus_handle_t handle, int64_t* shape, int capacity,
@@ -291,6 +316,18 @@ CHORUS_C_EXPORT chorus_result_t chorus_handle_output_bytes(chorus_handle_t handl
 CHORUS_C_EXPORT chorus_result_t chorus_handle_output_data(chorus_handle_t handle, void** data);
 /* Copies the output (host memory) into dest, which holds capacity bytes. */
 CHORUS_C_EXPORT chorus_result_t chorus_handle_output_copy(chorus_handle_t handle, void* dest, size_t capacity);
+/* The number of outputs: the members of a grouped allgather or
+ * reducescatter, 1 for the collectives above. */
+CHORUS_C_EXPORT chorus_result_t chorus_handle_output_count(chorus_handle_t handle, int* count);
+/* As the forms above, for member `member` (0 to count - 1; of a single
+ * collective, 0). */
+CHORUS_C_EXPORT chorus_result_t chorus_handle_output_dtype_member(chorus_handle_t handle, int member, int* dtype);
+CHORUS_C_EXPORT chorus_result_t chorus_handle_output_shape_member(chorus_handle_t handle, int member, int64_t* shape,
+                                                                  int capacity, int* ndim);
+CHORUS_C_EXPORT chorus_result_t chorus_handle_output_bytes_member(chorus_handle_t handle, int member, size_t* bytes);
+CHORUS_C_EXPORT chorus_result_t chorus_handle_output_data_member(chorus_handle_t handle, int member, void** data);
+CHORUS_C_EXPORT chorus_result_t chorus_handle_output_copy_member(chorus_handle_t handle, int member, void* dest,
+                                                                 size_t capacity);
 /* alltoall: the rows received from each of the set's ranks (count: the
  * set's size). */
 CHORUS_C_EXPORT chorus_result_t chorus_handle_received_splits(chorus_handle_t handle, int64_t* splits,
