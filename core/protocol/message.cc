@@ -252,7 +252,7 @@ constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 +
 constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kRemoveProcessSet);
 constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kRemoveProcessSet);
 constexpr uint8_t kMaxDtype = kNumDataTypes - 1;
-constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kProduct);
+constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kAdasum);
 constexpr uint8_t kMaxDeviceKind = static_cast<uint8_t>(Device::Kind::kCustom);
 
 void write_device(Writer* w, const Device& d) {

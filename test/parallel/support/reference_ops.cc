@@ -52,6 +52,7 @@ std::vector<double> reference_reduce(const std::vector<Buffer>& inputs, ReduceOp
         case ReduceOp::kMin: acc = std::min(acc, v); break;
         case ReduceOp::kMax: acc = std::max(acc, v); break;
         case ReduceOp::kProduct: acc *= v; break;
+        case ReduceOp::kAdasum: ADD_FAILURE() << "reference_reduce: Adasum is not element-wise (adasum_reference.h)"; break;
       }
     }
     if (op == ReduceOp::kAverage) {
