@@ -16,6 +16,7 @@
 //     which the Adasum of their concatenation would not;
 //   - float16 and bfloat16, computed in float32 and rounded once;
 //   - prescale and postscale (Adasum is homogeneous: post * adasum(pre * x));
+//   - a joined rank's zeros (the others' combination is unchanged);
 //   - a set of two ranks inside the job; a reduce-op mismatch between ranks;
 //     the refusals (a set whose size is not a power of two, integers,
 //     reducescatter, a GPU tensor).
@@ -314,6 +315,22 @@ TEST_F(Adasum, PrescaleAndPostscale) {
                              make("adasum.scaled.2", DataType::kBFloat16, 300, Kind::kRandom, 602)};
   const std::vector<Buffer> got = run_each(cases, 0.5, 3.0);
   for (size_t i = 0; i < cases.size(); ++i) expect_adasum(cases[i], got[i], 0.5, 3.0);
+}
+
+TEST_F(Adasum, AJoinedRankContributesZeros) {
+  // join concerns the whole job: at np 3 its size is not a power of two.
+  if (!set_.is_global()) return;
+  const int joined = size() - 1;
+  Case c = make("adasum.join", DataType::kFloat32, 1001, Kind::kRandom, 800);
+  std::fill(c.grads[joined].begin(), c.grads[joined].end(), 0.0);
+  if (rank() != joined) {
+    Buffer got(DataType::kFloat32, {c.elements});
+    const Handle h = submit([&] { return chorus::allreduce_async(c.name, c.mine.tensor(), got.tensor(), options()); });
+    ASSERT_DONE(h);
+    expect_adasum(c, got);
+  }
+  const Handle join = submit([] { return chorus::join_async(); });
+  ASSERT_DONE(join);
 }
 
 TEST_F(Adasum, OnASetOfTwoRanks) {
