@@ -63,7 +63,8 @@ TEST_F(AdasumOptimizer, StepAppliesTheAdasumOfTheRanksAdamUpdates) {
   std::vector<int> members = {size() - 2, size() - 1};
   const ProcessSet set = job ? ProcessSet::global() : chorus::add_process_set(members);
   const auto where = std::find(members.begin(), members.end(), rank());
-  if (where != members.end()) {
+  // A lambda, so that a failed assertion still reaches the barrier below.
+  if (where != members.end()) [&] {
     const int me = static_cast<int>(where - members.begin());
     std::vector<::torch::Tensor> params = {initial(0).requires_grad_(), initial(1).requires_grad_()};
     ::torch::optim::Adam adam(params, ::torch::optim::AdamOptions(kLr));
@@ -121,7 +122,7 @@ TEST_F(AdasumOptimizer, StepAppliesTheAdasumOfTheRanksAdamUpdates) {
     const chorus::Status skip = thrown_by([&] { auto skipping = optimizer.skip_synchronize(); });
     EXPECT_EQ(skip.code(), chorus::StatusCode::kInvalidArgument);
     EXPECT_THAT(skip.message(), ::testing::HasSubstr("skip_synchronize() does not apply to op adasum"));
-  }
+  }();
   test_barrier();
   if (!job) chorus::remove_process_set(set);
 }
