@@ -7,17 +7,20 @@
 // their Adasum by the paper's formula in double (support/adasum_reference.h).
 // Adam, because its update is not linear in the gradient: the Adasum of the
 // gradients followed by one Adam step would be something else.
-// np 2: the job; np 3: a set of ranks 1 and 2, and the job refused (its size
-// is not a power of two).
+// With a GradScaler the ranks agree on skipping a step that one of them saw
+// an inf in (the gradients being local). np 2: the job; np 3: a set of ranks
+// 1 and 2, and the job refused (its size is not a power of two).
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "chorus/torch/distributed_optimizer.h"
+#include "chorus/torch/grad_scaler.h"
 #include "support/adasum_reference.h"
 #include "support/harness.h"
 
@@ -122,6 +125,62 @@ TEST_F(AdasumOptimizer, StepAppliesTheAdasumOfTheRanksAdamUpdates) {
     const chorus::Status skip = thrown_by([&] { auto skipping = optimizer.skip_synchronize(); });
     EXPECT_EQ(skip.code(), chorus::StatusCode::kInvalidArgument);
     EXPECT_THAT(skip.message(), ::testing::HasSubstr("skip_synchronize() does not apply to op adasum"));
+  }();
+  test_barrier();
+  if (!job) chorus::remove_process_set(set);
+}
+
+TEST_F(AdasumOptimizer, GradScalerSkipsAStepWithAnInfOnAnyRank) {
+  const bool job = size() == 2;
+  std::vector<int> members = {size() - 2, size() - 1};
+  const ProcessSet set = job ? ProcessSet::global() : chorus::add_process_set(members);
+  const auto where = std::find(members.begin(), members.end(), rank());
+  if (where != members.end()) [&] {
+    const int me = static_cast<int>(where - members.begin());
+    ::torch::Tensor w = initial(1).requires_grad_();
+    ::torch::optim::SGD sgd({w}, ::torch::optim::SGDOptions(kLr));
+    DistributedOptimizerOptions options;
+    options.op = chorus::ReduceOp::kAdasum;
+    options.process_set = set;
+    DistributedOptimizer optimizer(sgd, {{"w", w}}, options);
+    chorus::torch::GradScalerOptions scaler_options;
+    scaler_options.init_scale = 4.0;
+    chorus::torch::GradScaler scaler(scaler_options);
+    for (int step = 0; step < 2; ++step) {
+      optimizer.zero_grad();
+      // Step 0: an inf on the second member only; step 1: finite everywhere.
+      ::torch::Tensor k = gradient(1, me, step);
+      if (step == 0 && me == 1) k[2] = std::numeric_limits<float>::infinity();
+      scaler.scale((w * k).sum()).backward();
+      const ::torch::Tensor before = w.detach().clone();
+      bool stepped = false;
+      ASSERT_NO_THROW(stepped = scaler.step(optimizer));
+      scaler.update();
+      EXPECT_EQ(stepped, step == 1) << "step " << step;
+      if (step == 0) {
+        EXPECT_TRUE(w.detach().equal(before));
+        EXPECT_EQ(scaler.get_scale(), 2.0);
+      } else {
+        // Each member's SGD update (the scale, a power of two, unscales
+        // exactly), by a plain SGD on a copy; their Adasum, added.
+        std::vector<std::vector<double>> deltas;
+        for (int r = 0; r < 2; ++r) {
+          ::torch::Tensor copy = before.clone().requires_grad_();
+          ::torch::optim::SGD plain({copy}, ::torch::optim::SGDOptions(kLr));
+          copy.mutable_grad() = gradient(1, r, step);
+          plain.step();
+          deltas.push_back(as_doubles(copy.detach() - before));
+        }
+        const std::vector<double> combined = chorus_test::adasum_reference(deltas);
+        const double bound = 2.0 * chorus_test::adasum_tolerance(deltas, 0x1p-24);
+        const std::vector<double> start = as_doubles(before);
+        const std::vector<double> got = as_doubles(w.detach());
+        for (size_t i = 0; i < got.size(); ++i) {
+          const double next = start[i] + combined[i];
+          EXPECT_NEAR(got[i], next, bound + 0x1p-24 * (std::abs(next) + std::abs(start[i]))) << "element " << i;
+        }
+      }
+    }
   }();
   test_barrier();
   if (!job) chorus::remove_process_set(set);
