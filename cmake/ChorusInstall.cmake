@@ -1,6 +1,7 @@
 # `cmake --install` rules: the public headers, the libraries, a CMake package
 # (find_package(Chorus <version> [COMPONENTS torch]) giving Chorus::chorus,
-# Chorus::tune and Chorus::torch) and a pkg-config file for the core library.
+# Chorus::tune, Chorus::c and Chorus::torch) and pkg-config files for the
+# core library (chorus.pc) and the C API (chorus-c.pc).
 #
 # The core library is static and links its layers (chorus_ops and what is
 # below it, docs/DESIGN.md "Layers and folders") privately: a static library
@@ -29,6 +30,17 @@ install(TARGETS chorus chorus_tune ${chorus_internal_layers}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY core/include/ tune/include/
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+
+# The C API: a shared library with the runtime inside, so it needs none of
+# the layers above at link time. It keeps the run path to the libraries it
+# was linked with outside the loader's own paths (MPI's, the CUDA runtime).
+set_target_properties(chorus_c PROPERTIES EXPORT_NAME c INSTALL_RPATH_USE_LINK_PATH ON)
+install(TARGETS chorus_c
+  EXPORT ChorusTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY frameworks/c/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 install(EXPORT ChorusTargets NAMESPACE Chorus:: DESTINATION ${CHORUS_INSTALL_CMAKEDIR})
 

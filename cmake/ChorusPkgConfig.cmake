@@ -33,3 +33,11 @@ string(REGEX REPLACE "/$" "" chorus_pc_prefix_from_pcfiledir "${chorus_pc_prefix
 # The public headers include no MPI, CUDA or NCCL header.
 configure_file(${CMAKE_CURRENT_LIST_DIR}/chorus.pc.in ${CMAKE_CURRENT_BINARY_DIR}/chorus.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chorus.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# chorus-c.pc: the C API, for C programs (and other languages' builds):
+#   cc -std=c99 app.c $(pkg-config --cflags --libs chorus-c)
+# libchorus_c is shared and carries its own dependencies; a program outside
+# the loader's paths finds it through its run path, e.g.
+#   -Wl,-rpath,$(pkg-config --variable=libdir chorus-c)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/chorus-c.pc.in ${CMAKE_CURRENT_BINARY_DIR}/chorus-c.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chorus-c.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

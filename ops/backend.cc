@@ -7,6 +7,8 @@
 
 namespace chorus {
 
+Status Backend::check_reduction(DataType) const { return Status::OK(); }
+
 bool pieces_overlap(const std::vector<AllreducePiece>& pieces, size_t element_bytes) {
   std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end) in bytes
   ranges.reserve(2 * pieces.size());

@@ -59,6 +59,12 @@ class Backend {
   // input == output means in place.
   virtual WorkPtr allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                             double factor) = 0;
+  // OK when this backend's reductions (allreduce, reducescatter) take
+  // `dtype` (bool aside, which the API refuses for every backend);
+  // otherwise an InvalidArgument saying why, whose text completes
+  // "'<tensor>': ". The API asks before it submits, so every rank refuses
+  // alike instead of one backend failing mid-job. Default: OK.
+  virtual Status check_reduction(DataType dtype) const;
   // Fusion without a staging buffer: an algorithm that copies its input into
   // memory of its own anyway (shared memory) can gather a fused message
   // straight from the tensors and scatter the result back, saving the

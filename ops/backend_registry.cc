@@ -19,6 +19,14 @@ Status BackendRegistry::check(const std::string& name, const Device& device) con
                                  device.to_string());
 }
 
+Status BackendRegistry::check_reduction(const std::string& name, const Device& device, DataType dtype) const {
+  const Backend* backend = select(device);
+  if (backend == nullptr) return Status::OK();
+  const Status status = backend->check_reduction(dtype);
+  if (status.ok()) return status;
+  return Status(status.code(), "'" + name + "': " + status.message());
+}
+
 void BackendRegistry::abort_all(const std::string& reason) const {
   for (const auto& backend : backends_) backend->abort(reason);
 }

@@ -40,6 +40,10 @@ class BackendRegistry {
   // <device> but <why>", or "'<name>': no backend in this build supports
   // tensors on <device>" for a kind nothing explained.
   Status check(const std::string& name, const Device& device) const;
+  // OK when the backend of `device` reduces `dtype` (Backend::
+  // check_reduction) or no backend serves the device (check() says so);
+  // else "'<name>': <why>".
+  Status check_reduction(const std::string& name, const Device& device, DataType dtype) const;
 
  private:
   std::vector<std::unique_ptr<Backend>> backends_;

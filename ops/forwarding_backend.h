@@ -31,6 +31,7 @@ class Forwarding : public Base {
                     double factor) override {
     return fallback_->allreduce(input, output, count, dtype, op, factor);
   }
+  Status check_reduction(DataType dtype) const override { return fallback_->check_reduction(dtype); }
   bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const override {
     return fallback_->fuses_in_place(count, dtype, op);
   }

@@ -22,13 +22,16 @@
 #       3 network-namespace hosts, one killed mid-epoch and listed again
 #       (test/launcher/elastic_netns_test.sh, needs root): start-up, commit
 #       interval, failure -> named, failure -> training again, regrow.
+#   (i) pipeline memory: each stage's peak bytes of tensors under GPipe and
+#       1F1B at S=2 and S=4, M = 8 and 16
+#       (test/bench/pipeline/run_pipeline_memory_bench.sh).
 # Installs what is missing (gnuplot-nox, python3-torch), builds what is stale,
 # writes every measurement to a fresh build/bench/report-<date>/ and then the
 # report (test/bench/report/generate_report.py).
 #   scripts/bench_report.sh [--quick] [--docs-dir DIR] [--results-dir DIR] [--build-dir DIR]
 #   scripts/bench_report.sh --from RESULTS_DIR [--docs-dir DIR]   (report only, no measuring)
-#   scripts/bench_report.sh --only elastic [--results-dir DIR] [--docs-dir DIR] [--build-dir DIR]
-# --only SECTION: measure only that section (elastic: (h)) in its own run and
+#   scripts/bench_report.sh --only elastic|pipeline-memory [--results-dir DIR] [--docs-dir DIR] [--build-dir DIR]
+# --only SECTION: measure only that section (elastic: (h), pipeline-memory: (i)) in its own run and
 # replace just that section of DIR/BENCHMARKS.md (default docs/), leaving the
 # rest of the page as it was; the section says it comes from its own run.
 # --quick: 3 sizes, 3 rounds, 1 training round of a few steps (a smoke run of
@@ -47,13 +50,13 @@ quick=0 docs_dir="" results_dir="" build_dir="" from="" only=""
 while (($#)); do
   case "$1" in
     --quick) quick=1; shift; continue ;;
-    -h | --help) sed -n '2,30s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit 0 ;;
   esac
   case "$1" in
     --docs-dir | --results-dir | --build-dir | --from | --only) ;;
     *) die "unknown argument '$1' (expected --quick, --docs-dir DIR, --results-dir DIR, --build-dir DIR, --from DIR, --only SECTION)" ;;
   esac
-  [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a $([[ $1 == --only ]] && echo "section name (elastic)" || echo directory) (see --help)"
+  [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a $([[ $1 == --only ]] && echo "section name (elastic or pipeline-memory)" || echo directory) (see --help)"
   case "$1" in
     --docs-dir) docs_dir="$2" ;;
     --results-dir) results_dir="$2" ;;
@@ -65,11 +68,11 @@ while (($#)); do
 done
 generator="$root/test/bench/report/generate_report.py"
 case "$only" in
-  "" | elastic) ;;
-  *) die "--only: unknown section '$only' (expected elastic)" ;;
+  "" | elastic | pipeline-memory) ;;
+  *) die "--only: unknown section '$only' (expected elastic or pipeline-memory)" ;;
 esac
 [[ -z "$only" || -z "$from" ]] || die "--only and --from cannot be combined"
-[[ -z "$only" ]] || ((!quick)) || die "--only elastic has no --quick mode (its scenario is fixed)"
+[[ -z "$only" ]] || ((!quick)) || die "--only $only has no --quick mode (its scenario is fixed)"
 
 install_missing() {  # Debian packages only this script needs
   local missing=() p
@@ -86,7 +89,7 @@ install_missing() {  # Debian packages only this script needs
 }
 
 "$root/scripts/install_deps.sh"
-[[ "$only" == elastic ]] || install_missing gnuplot-nox python3-torch  # plots; gloo and DDP
+[[ -n "$only" ]] || install_missing gnuplot-nox python3-torch  # plots; gloo and DDP
 
 if [[ -n "$from" ]]; then
   [[ -d "$from" ]] || die "--from: '$from' is not a directory (expected a results dir of an earlier run)"
@@ -96,8 +99,12 @@ if [[ -n "$from" ]]; then
 fi
 
 # --- build ---------------------------------------------------------------
-targets=(chorus_bench chorus_train_bench chorus_pipeline_bench chorusrun train_mnist launcher_test_program)
-[[ "$only" != elastic ]] || targets=(chorusrun train_mnist launcher_test_program)
+targets=(chorus_bench chorus_train_bench chorus_pipeline_bench chorus_pipeline_memory_bench chorusrun train_mnist
+         launcher_test_program)
+case "$only" in
+  elastic) targets=(chorusrun train_mnist launcher_test_program) ;;
+  pipeline-memory) targets=(chorus_pipeline_memory_bench) ;;
+esac
 if [[ -z "$build_dir" ]]; then
   "$root/scripts/build.sh" "${targets[@]}"
   build_dir="$root/build"
@@ -111,11 +118,16 @@ fi
 chorus_bench="$build_dir/test/bench/chorus_bench"
 train_bench="$build_dir/test/bench/chorus_train_bench"
 pipeline_bench="$build_dir/test/bench/chorus_pipeline_bench"
+memory_bench="$build_dir/test/bench/chorus_pipeline_memory_bench"
 chorusrun="$build_dir/launcher/chorusrun"
 train_mnist="$build_dir/examples/train_mnist/train_mnist"
 launcher_program="$build_dir/test/launcher/launcher_test_program"
-needed=("$chorusrun" "$train_mnist" "$launcher_program")
-[[ -n "$only" ]] || needed+=("$chorus_bench" "$train_bench" "$pipeline_bench")
+case "$only" in
+  "") needed=("$chorusrun" "$train_mnist" "$launcher_program" "$chorus_bench" "$train_bench" "$pipeline_bench"
+              "$memory_bench") ;;
+  elastic) needed=("$chorusrun" "$train_mnist" "$launcher_program") ;;
+  pipeline-memory) needed=("$memory_bench") ;;
+esac
 for b in "${needed[@]}"; do [[ -x "$b" ]] || die "$b was not built"; done
 
 # --- the run's folder and description ---------------------------------------
@@ -205,11 +217,21 @@ elastic_recovery() {
     "$results_dir/elastic_recovery.json"
 }
 
-if [[ "$only" == elastic ]]; then
-  elastic_recovery
+# --- (i) pipeline memory ------------------------------------------------------
+# Bytes, not time: its figures do not depend on the machine's load.
+pipeline_memory() {
+  piece pipeline_memory - - pipeline_memory.json 600 -- "$root/test/bench/pipeline/run_pipeline_memory_bench.sh" \
+    --stages 2,4 --micro-batches 8,16 --bench "$memory_bench" --json "$results_dir/pipeline_memory.json"
+}
+
+if [[ -n "$only" ]]; then
+  case "$only" in
+    elastic) elastic_recovery; section="(h)" ;;
+    pipeline-memory) pipeline_memory; section="(i)" ;;
+  esac
   write_run_json "$(date +%s)"
-  python3 "$generator" "$results_dir" --docs-dir "$docs_dir" --only elastic
-  log "done in $(( $(date +%s) - started_epoch )) s: section (h) of $docs_dir/BENCHMARKS.md"
+  python3 "$generator" "$results_dir" --docs-dir "$docs_dir" --only "$only"
+  log "done in $(( $(date +%s) - started_epoch )) s: section $section of $docs_dir/BENCHMARKS.md"
   exit
 fi
 
@@ -287,6 +309,7 @@ piece pipeline - - pipeline.json 1200 -- "$root/test/bench/pipeline/run_pipeline
 # --- (g) heartbeat ----------------------------------------------------------------
 piece heartbeat 2 - heartbeat.json 1800 -- "$root/scripts/bench_heartbeat.sh" --np 2 "${heartbeat_opts[@]}" \
   --build-dir "$build_dir" --json "$results_dir/heartbeat.json"
+pipeline_memory
 # --- (h) elastic recovery (last: it kills processes and makes namespaces) ---
 elastic_recovery
 

@@ -18,6 +18,8 @@ packages=(
   # The LibTorch front end and examples; OpenBLAS replaces the reference BLAS
   # that Debian's torch links by default (about 15x faster here).
   libtorch-dev libopenblas0-pthread
+  # The network-namespace hosts of the multi-host tests (ip netns).
+  iproute2
   # The local Slurm test cluster (scripts/slurm_cluster.sh, test/slurm/).
   slurmctld slurmd slurm-client munge libpmix-dev
 )

@@ -15,8 +15,10 @@ constexpr DtypeInfo kDtypes[] = {
     {DataType::kInt32, "int32", 4, false},     {DataType::kInt64, "int64", 8, false},
     {DataType::kFloat16, "float16", 2, true},  {DataType::kBFloat16, "bfloat16", 2, true},
     {DataType::kFloat32, "float32", 4, true},  {DataType::kFloat64, "float64", 8, true},
-    {DataType::kBool, "bool", 1, false},
+    {DataType::kBool, "bool", 1, false},       {DataType::kInt16, "int16", 2, false},
+    {DataType::kUInt16, "uint16", 2, false},
 };
+static_assert(sizeof(kDtypes) / sizeof(kDtypes[0]) == kNumDataTypes, "one entry per DataType, in order");
 const DtypeInfo& info(DataType dtype) {
   const auto index = static_cast<size_t>(dtype);
   return index < kNumDataTypes ? kDtypes[index] : kDtypes[0];

@@ -134,7 +134,7 @@ void Controller::accept(std::vector<Request> new_requests) {
   pending_.reserve(pending_.size() + new_requests.size());
   for (Request& request : new_requests) {
     request.rank = rank_;
-    if (request.op == OpType::kJoin || request.op == OpType::kShutdown) {
+    if (request.op == OpType::kJoin || request.op == OpType::kShutdown || request.op == OpType::kFailProcessSet) {
       if (request.op == OpType::kJoin) joined_ = true;
       control_requests_.push_back(std::move(request));
       continue;
@@ -329,6 +329,9 @@ void Controller::finish(const Response& response, PendingRequest* mine) {
       forget_set(response.set_id);
       if (mine != nullptr) mine->resolved = true;
       break;
+    case Response::Type::kFailProcessSet:
+      set_failed(response);
+      break;
     case Response::Type::kJoin:
       joined_ = false;  // every rank has joined; the next join starts afresh
       break;
@@ -353,6 +356,19 @@ bool Controller::is_member(int32_t set) const {
 
 void Controller::forget_set(int32_t set) {
   set_members_.erase(set);
+  failed_sets_.erase(set);
+  drop_set_work(set);
+}
+
+void Controller::set_failed(const Response& failed) {
+  const std::vector<int>* ranks = members(failed.set_id);
+  if (ranks == nullptr) return;
+  failed_sets_.emplace(failed.set_id,
+                       set_failure_text(failed.set_id, *ranks, failed.failing_rank, failed.error_message));
+  drop_set_work(failed.set_id);
+}
+
+void Controller::drop_set_work(int32_t set) {
   // Every rank evicts the same slots (the cache is the same everywhere).
   for (uint32_t slot : cache_.slots_of_set(set)) cache_.evict(slot);
   // The runtime fails this rank's entries of the set; their requests are
@@ -360,6 +376,10 @@ void Controller::forget_set(int32_t set) {
   for (PendingRequest& p : pending_) {
     if (p.request.process_set == set) p.resolved = true;
   }
+  drop_table_entries(set);
+}
+
+void Controller::drop_table_entries(int32_t set) {
   std::vector<std::string> still_waiting;
   for (const std::string& key : table_order_) {
     auto it = table_.find(key);

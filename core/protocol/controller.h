@@ -41,6 +41,19 @@
 // responses, its pending requests and its table entries) when it receives
 // the response.
 //
+// A request that carries its rank's own rejection of its arguments (`error`)
+// is negotiated like any other and, once complete, answered with an error
+// response naming that rank and the reason (find_rejection), so every rank's
+// call fails together.
+//
+// Failing a set alone (kFailProcessSet, sent like join and shutdown): one
+// member's request needs no other rank. The coordinator answers it in the
+// cycle it arrives with a kFailProcessSet response and from then on refuses
+// the set's requests (an error response each, kAborted, naming the failing
+// rank and its reason); every controller, on the response, drops the set's
+// pending requests, cache slots and table entries, as a removal does, but
+// keeps its members, so that the set can still be removed.
+//
 // Coordinator words: a Controller built with `coordinator_words` > 0 appends
 // that many words to the bit vector. Rank 0 writes the words set with
 // set_coordinator_words(), every other rank zeros, so after the OR every
@@ -138,10 +151,21 @@ class Controller {
   // Gives an added process set its id.
   Response make_response(const TableEntry& entry, FailedGroups* failed_groups);
   // Coordinator: a request for a set that does not exist (it was removed
-  // while the request was on its way) fails at once.
-  bool refuse_unknown_set(const Request& request, std::vector<Response>* out) const;
+  // while the request was on its way) or that failed fails at once.
+  bool refuse_unusable_set(const Request& request, std::vector<Response>* out) const;
+  // Coordinator: the answer to a kFailProcessSet request. The set counts as
+  // failed from here on in this fold, and its table entries are dropped.
+  Response fail_set(const Request& request);
   // Every rank, on a kRemoveProcessSet response: forgets the set.
   void forget_set(int32_t set);
+  // Every rank, on a kFailProcessSet response: records the failure (the
+  // first one stands) and drops the set's cache slots, this rank's pending
+  // requests of it and the coordinator's table entries for it.
+  void set_failed(const Response& failed);
+  // Drops the set's cache slots, pending requests and table entries.
+  void drop_set_work(int32_t set);
+  // Coordinator: forgets the table entries of a set.
+  void drop_table_entries(int32_t set);
   // Coordinator: a group runs as a unit, so once one member has failed, its
   // other members (which the ranks may even hold in different numbers) fail
   // with the same error instead of waiting for ranks that will never send
@@ -172,6 +196,9 @@ class Controller {
   std::vector<Request> control_requests_;          // join/shutdown, not yet sent
   // The process sets other than the global one: id -> ranks, ascending.
   std::map<int32_t, std::vector<int>> set_members_;
+  // The sets that failed (kFailProcessSet) and are not removed yet: id ->
+  // what their work fails with (set_failure_text()).
+  std::map<int32_t, std::string> failed_sets_;
   bool joined_ = false;
   bool needs_cycle_ = false;
   NegotiationStats stats_;

@@ -40,7 +40,11 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
         }
         continue;
       }
-      if (refuse_unknown_set(request, &out)) continue;
+      if (request.op == OpType::kFailProcessSet) {
+        out.push_back(fail_set(request));
+        continue;
+      }
+      if (refuse_unusable_set(request, &out)) continue;
       const std::string key = tensor_key(request);
       auto [it, inserted] = table_.try_emplace(key);
       if (inserted) table_order_.push_back(key);
@@ -70,18 +74,47 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
   return out;
 }
 
-bool Controller::refuse_unknown_set(const Request& request, std::vector<Response>* out) const {
-  if (request.process_set == 0 || set_members_.count(request.process_set)) return false;
+bool Controller::refuse_unusable_set(const Request& request, std::vector<Response>* out) const {
+  if (request.process_set == 0) return false;
+  const auto failed = failed_sets_.find(request.process_set);
+  if (set_members_.count(request.process_set) && failed == failed_sets_.end()) return false;
   Response response;
   response.type = Response::Type::kError;
+  response.error_code = StatusCode::kAborted;
   response.name = request.name;
   response.process_set = request.process_set;
-  response.error_message = std::string(op_type_name(request.op)) + " " +
-                           tensor_label(request.process_set, request.name) + " from rank " +
-                           std::to_string(request.rank) + ": process set " +
-                           std::to_string(request.process_set) + " was removed";
+  response.error_message =
+      std::string(op_type_name(request.op)) + " " + tensor_label(request.process_set, request.name) +
+      (failed != failed_sets_.end()
+           ? ": " + failed->second
+           : " from rank " + std::to_string(request.rank) + ": process set " +
+                 std::to_string(request.process_set) + " was removed");
   out->push_back(std::move(response));
   return true;
+}
+
+Response Controller::fail_set(const Request& request) {
+  Response response;
+  response.name = request.name;
+  const std::vector<int>* ranks = request.set_id == 0 ? nullptr : members(request.set_id);
+  if (ranks == nullptr) {
+    // The API checks the set first; this is a set removed meanwhile.
+    response.type = Response::Type::kError;
+    response.error_code = StatusCode::kInvalidArgument;
+    response.error_message = "fail_process_set: process set " + std::to_string(request.set_id) +
+                             " does not exist (it was removed, or never added on this job)";
+    return response;
+  }
+  response.type = Response::Type::kFailProcessSet;
+  response.set_id = request.set_id;
+  response.failing_rank = request.rank;
+  response.error_message = request.error;
+  // Requests of the set later in this fold are refused, and those it holds
+  // will never complete. (Every rank drops the rest, the cache slots among
+  // them, when it receives the response, in the list's order.)
+  failed_sets_.emplace(request.set_id, set_failure_text(request.set_id, *ranks, request.rank, request.error));
+  drop_table_entries(request.set_id);
+  return response;
 }
 
 bool Controller::complete(const TableEntry& entry) const {
@@ -123,7 +156,9 @@ Response Controller::make_response(const TableEntry& entry, FailedGroups* failed
   Response response;
   response.name = entry.by_rank.begin()->second.name;
   response.process_set = entry.by_rank.begin()->second.process_set;
-  if (auto mismatch = find_mismatch(entry.by_rank)) {
+  std::optional<std::string> rejected = find_rejection(entry.by_rank);
+  if (rejected) response.error_code = StatusCode::kInvalidArgument;
+  if (auto mismatch = rejected ? std::move(rejected) : find_mismatch(entry.by_rank)) {
     response.type = Response::Type::kError;
     response.error_message = std::move(*mismatch);
     for (const auto& [r, request] : entry.by_rank) {
@@ -166,6 +201,7 @@ Response Controller::make_response(const TableEntry& entry, FailedGroups* failed
       response.set_id = first.set_id;
       if (first.set_id == 0 || !set_members_.count(first.set_id)) {
         response.type = Response::Type::kError;
+        response.error_code = StatusCode::kInvalidArgument;
         response.error_message = "remove_process_set: process set " + std::to_string(first.set_id) +
                                  (first.set_id == 0 ? " is the global set, which cannot be removed"
                                                     : " does not exist (already removed?)");

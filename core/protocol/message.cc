@@ -16,6 +16,7 @@ const char* op_type_name(OpType op) {
     case OpType::kShutdown: return "shutdown";
     case OpType::kAddProcessSet: return "add_process_set";
     case OpType::kRemoveProcessSet: return "remove_process_set";
+    case OpType::kFailProcessSet: return "fail_process_set";
     case OpType::kSend: return "send";
     case OpType::kRecv: return "recv";
   }
@@ -35,6 +36,7 @@ const char* response_type_name(Response::Type type) {
     case Response::Type::kShutdown: return "shutdown";
     case Response::Type::kAddProcessSet: return "add_process_set";
     case Response::Type::kRemoveProcessSet: return "remove_process_set";
+    case Response::Type::kFailProcessSet: return "fail_process_set";
   }
   return "invalid-response";
 }
@@ -51,6 +53,7 @@ Response::Type response_type_for(OpType op) {
     case OpType::kShutdown: return Response::Type::kShutdown;
     case OpType::kAddProcessSet: return Response::Type::kAddProcessSet;
     case OpType::kRemoveProcessSet: return Response::Type::kRemoveProcessSet;
+    case OpType::kFailProcessSet: return Response::Type::kFailProcessSet;
     case OpType::kSend:
     case OpType::kRecv: break;  // never negotiated
   }
@@ -67,8 +70,16 @@ std::string tensor_label(int32_t process_set, const std::string& name) {
   return "'" + name + "' of process set " + std::to_string(process_set);
 }
 
+std::string set_failure_text(int32_t process_set, const std::vector<int>& ranks, int32_t failing_rank,
+                             const std::string& reason) {
+  std::string members = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) members += (i ? ", " : "") + std::to_string(ranks[i]);
+  return "process set " + std::to_string(process_set) + " " + members + "] failed on rank " +
+         std::to_string(failing_rank) + ": " + reason;
+}
+
 bool Request::same_collective(const Request& other) const {
-  if (name != other.name || op != other.op || dtype != other.dtype) return false;
+  if (name != other.name || op != other.op || dtype != other.dtype || error != other.error) return false;
   // Ranks usually sit on different GPUs of one host, so only the kind of
   // device has to agree, not its index.
   if (device.kind != other.device.kind) return false;
@@ -89,9 +100,10 @@ bool Request::same_collective(const Request& other) const {
 
 namespace {
 
-// Version 2 of the wire format (2: process sets). Bump it when the layout changes: a peer built
+// Version 3 of the wire format (2: process sets; 3: a request's own
+// rejection, an error response's code, failing a set alone). Bump it when the layout changes: a peer built
 // from other sources then fails loudly instead of misreading fields.
-constexpr uint8_t kWireVersion = 2;
+constexpr uint8_t kWireVersion = 3;
 // The second byte says what the blob holds, so a response list handed to the
 // request parser (or the reverse) is reported instead of half-parsed.
 constexpr uint8_t kRequestsTag = 'Q';
@@ -246,11 +258,12 @@ class Reader {
 
 // Smallest encodings, used to bound counts: every length prefix and fixed
 // field present, every string and vector empty.
-constexpr size_t kMinRequestBytes = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4;
-constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4;
+constexpr size_t kMinRequestBytes = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4;
+constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1 + 4;
 
-constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kRemoveProcessSet);
-constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kRemoveProcessSet);
+constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kFailProcessSet);
+constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kFailProcessSet);
+constexpr uint8_t kMaxStatusCode = static_cast<uint8_t>(StatusCode::kInProgress);
 constexpr uint8_t kMaxDtype = kNumDataTypes - 1;
 constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kAdasum);
 constexpr uint8_t kMaxDeviceKind = static_cast<uint8_t>(Device::Kind::kCustom);
@@ -285,6 +298,7 @@ std::string serialize_requests(const std::vector<Request>& requests) {
     w.i32(q.process_set);
     w.dims(q.set_ranks);
     w.i32(q.set_id);
+    w.str(q.error);
   }
   return w.take();
 }
@@ -302,7 +316,7 @@ Status parse_requests(const std::string& bytes, std::vector<Request>* out) {
                     r.enumeration(&q.reduce_op, kMaxReduceOp, "reduce op") && r.f64(&q.prescale) &&
                     r.f64(&q.postscale) && r.i32(&q.root) && r.str(&q.group) &&
                     r.i32(&q.group_size) && r.i32(&q.process_set) && r.dims(&q.set_ranks) &&
-                    r.i32(&q.set_id);
+                    r.i32(&q.set_id) && r.str(&q.error);
     if (!ok) break;
   }
   if (!r.done()) {
@@ -333,6 +347,8 @@ std::string serialize_responses(const std::vector<Response>& responses) {
     w.i32(p.process_set);
     w.dims(p.set_ranks);
     w.i32(p.set_id);
+    w.u8(static_cast<uint8_t>(p.error_code));
+    w.i32(p.failing_rank);
   }
   return w.take();
 }
@@ -350,7 +366,8 @@ Status parse_responses(const std::string& bytes, std::vector<Response>* out) {
         r.enumeration(&p.reduce_op, kMaxReduceOp, "reduce op") && r.f64(&p.prescale) &&
         r.f64(&p.postscale) && r.i32(&p.root) && r.i64(&p.elements) && r.dims(&p.first_dims) &&
         r.str(&p.error_message) && r.i32(&p.last_joined_rank) && r.i32(&p.shutdown_rank) &&
-        r.str(&p.group) && r.i32(&p.process_set) && r.dims(&p.set_ranks) && r.i32(&p.set_id);
+        r.str(&p.group) && r.i32(&p.process_set) && r.dims(&p.set_ranks) && r.i32(&p.set_id) &&
+        r.enumeration(&p.error_code, kMaxStatusCode, "status code") && r.i32(&p.failing_rank);
     if (!ok) break;
   }
   if (!r.done()) {

@@ -25,6 +25,10 @@ enum class OpType : uint8_t {
   // (set_id); they run on the global set.
   kAddProcessSet,
   kRemoveProcessSet,
+  // One member fails a process set alone (fail_process_set()): a request of
+  // the global set that needs no other rank; set_id is the set, error the
+  // member's reason. The coordinator answers it in the cycle it arrives.
+  kFailProcessSet,
   // Point-to-point (ops/point_to_point.h): never negotiated; they name the
   // handles of send_async() and recv_async().
   kSend,
@@ -50,7 +54,13 @@ struct Request {
   // unique within its set: (process_set, name) identifies a tensor.
   int32_t process_set = 0;
   std::vector<int64_t> set_ranks;  // kAddProcessSet: the new set's ranks, ascending
-  int32_t set_id = 0;              // kRemoveProcessSet: the set removed
+  int32_t set_id = 0;              // kRemoveProcessSet, kFailProcessSet: the set
+  // Non-empty when this rank rejected its own arguments (a control call such
+  // as add_process_set with a duplicate rank): the request is sent anyway,
+  // so that every rank's call fails together (the coordinator answers with
+  // an error naming this rank and the reason) and no rank's call is paired
+  // with another rank's later one. kFailProcessSet: the member's reason.
+  std::string error;
 
   // True when `other` asks for the same collective (everything but rank;
   // for allgather and alltoall the first dimension may differ).
@@ -72,6 +82,9 @@ struct Response {
     kShutdown,  // the job stops: every pending tensor fails with error_message
     kAddProcessSet,     // every rank creates set set_id of set_ranks here
     kRemoveProcessSet,  // every rank removes set set_id here
+    // Set set_id failed (failing_rank's fail_process_set, with error_message
+    // its reason): every member fails the set's pending and later work.
+    kFailProcessSet,
   };
   Type type = Type::kAllreduce;
   std::string name;
@@ -86,13 +99,18 @@ struct Response {
   int64_t elements = 0;
   // allgather: the first dimension on each rank, indexed by rank.
   std::vector<int64_t> first_dims;
-  std::string error_message;  // kError, kShutdown
+  std::string error_message;  // kError, kShutdown, kFailProcessSet
+  // kError: the code the named tensor fails with (ranks that disagree: a
+  // mismatch; a rank that rejected its arguments: kInvalidArgument; a failed
+  // or removed set: kAborted).
+  StatusCode error_code = StatusCode::kMismatch;
   int32_t last_joined_rank = -1;  // kJoin
   int32_t shutdown_rank = -1;     // kShutdown caused by a rank's shutdown(), else -1
   std::string group;
   int32_t process_set = 0;         // the set it runs on; ranks outside it skip it
   std::vector<int64_t> set_ranks;  // kAddProcessSet
-  int32_t set_id = 0;              // kAddProcessSet (the id assigned), kRemoveProcessSet
+  int32_t set_id = 0;              // kAddProcessSet (the id assigned), kRemoveProcessSet, kFailProcessSet
+  int32_t failing_rank = -1;       // kFailProcessSet
 };
 const char* response_type_name(Response::Type type);
 Response::Type response_type_for(OpType op);
@@ -106,6 +124,10 @@ inline std::string tensor_key(const Request& r) { return tensor_key(r.process_se
 inline std::string tensor_key(const Response& r) { return tensor_key(r.process_set, r.name); }
 // "'x'" on the global set, "'x' of process set 2" on another: for messages.
 std::string tensor_label(int32_t process_set, const std::string& name);
+// "process set 2 [0, 3] failed on rank 3: <reason>": what every member's
+// work on a failed set fails with (docs/CONVENTIONS.md).
+std::string set_failure_text(int32_t process_set, const std::vector<int>& ranks, int32_t failing_rank,
+                             const std::string& reason);
 
 // Wire format: little-endian, length-prefixed, versioned. Parsing checks every
 // length against the remaining bytes and reports corruption as a Status.

@@ -1,6 +1,7 @@
 #include "protocol/request_validation.h"
 
 #include <sstream>
+#include <vector>
 
 namespace chorus {
 namespace {
@@ -99,6 +100,26 @@ std::optional<std::string> find_mismatch(const std::map<int, Request>& by_rank) 
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> find_rejection(const std::map<int, Request>& by_rank) {
+  const Request* first = nullptr;
+  int first_rank = -1;
+  std::vector<int64_t> others;
+  for (const auto& [rank, request] : by_rank) {
+    if (request.error.empty()) continue;
+    if (first == nullptr) {
+      first = &request;
+      first_rank = rank;
+    } else {
+      others.push_back(rank);
+    }
+  }
+  if (first == nullptr) return std::nullopt;
+  std::string message = std::string(op_type_name(first->op)) + " '" + first->name + "' was rejected on rank " +
+                        std::to_string(first_rank) + ": " + first->error;
+  if (!others.empty()) message += " (rank(s) " + rank_list(others) + " rejected their arguments too)";
+  return message;
 }
 
 }  // namespace chorus

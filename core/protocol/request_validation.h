@@ -18,4 +18,11 @@ namespace chorus {
 // agree.
 std::optional<std::string> find_mismatch(const std::map<int, Request>& by_rank);
 
+// The error for a name some rank rejected its own arguments for (a request
+// with `error` set): "<op> '<name>' was rejected on rank <r>: <its reason>",
+// the lowest such rank, and the others that rejected theirs too; nullopt
+// when no rank did. It is checked before find_mismatch, since a rejected
+// request's other fields mean nothing.
+std::optional<std::string> find_rejection(const std::map<int, Request>& by_rank);
+
 }  // namespace chorus

@@ -116,6 +116,9 @@ std::vector<int> require_member(Runtime& rt, const ProcessSet& set, const char* 
                                         ProcessSetTable::describe(ranks) +
                                         "; only the set's members may submit to it"));
   }
+  // A failed set refuses work at once (fail_process_set()).
+  status = rt.process_sets().usable(set.id);
+  if (!status.ok()) throw Error(Status(status.code(), std::string(op) + " '" + name + "': " + status.message()));
   return ranks;
 }
 
@@ -153,8 +156,8 @@ void init(const InitOptions& options) {
     // Collective like init() itself: ids 1..n in the given order.
     for (const std::vector<int>& ranks : options.process_sets) add_process_set(ranks);
   } catch (const Error& e) {
-    // Every rank fails alike (bad lists fail locally on every rank that
-    // passes them; disagreeing ones in the negotiation, everywhere).
+    // Every rank fails alike: a list some rank refuses, or lists that
+    // disagree, fail the add in the negotiation, everywhere.
     RuntimeOwner::instance().shutdown();
     throw Error(Status(e.code(), std::string("init(): static process sets: ") + e.what()));
   }
@@ -187,6 +190,7 @@ Handle allreduce_async(const std::string& name, const Tensor& input, const Tenso
                                     set_size(*rt, options.process_set, members)));
   check_set_device(options.process_set, name, input.device);
   check_device(*rt, name, input.device);
+  throw_if_error(rt->check_reduction(name, input.device, input.dtype));
   auto handle = rt->new_handle(name, OpType::kAllreduce);
   return submit_one(*rt, make_entry(allreduce_request(name, input, options, rt->topology().rank), input,
                                     output, handle));
@@ -212,6 +216,7 @@ Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor
     throw_if_error(check_allreduce(member, inputs[i], outputs[i], options));
     check_set_device(options.process_set, member, inputs[i].device);
     check_device(*rt, member, inputs[i].device);
+    throw_if_error(rt->check_reduction(member, inputs[i].device, inputs[i].dtype));
     Request request = allreduce_request(member, inputs[i], options, rt->topology().rank);
     request.group = name;
     request.group_size = static_cast<int32_t>(inputs.size());
@@ -275,15 +280,26 @@ Handle alltoall_async(const std::string& name, const Tensor& input, const std::v
 
 Handle reducescatter_async(const std::string& name, const Tensor& input, ReduceOp op,
                            OutputAllocator allocator, const ProcessSet& process_set) {
+  ReducescatterOptions options;
+  options.op = op;
+  options.process_set = process_set;
+  return reducescatter_async(name, input, options, std::move(allocator));
+}
+
+Handle reducescatter_async(const std::string& name, const Tensor& input, const ReducescatterOptions& options,
+                           OutputAllocator allocator) {
   auto rt = runtime();
   throw_if_error(check_name(name));
-  throw_if_error(check_reducescatter(name, input, op));
-  require_member(*rt, process_set, "reducescatter", name);
-  check_set_device(process_set, name, input.device);
+  throw_if_error(check_reducescatter(name, input, options));
+  require_member(*rt, options.process_set, "reducescatter", name);
+  check_set_device(options.process_set, name, input.device);
   check_device(*rt, name, input.device);
+  throw_if_error(rt->check_reduction(name, input.device, input.dtype));
   Request request = base_request(name, OpType::kReducescatter, input, rt->topology().rank);
-  request.reduce_op = op;
-  request.process_set = process_set.id;
+  request.reduce_op = options.op;
+  request.prescale = options.prescale_factor;
+  request.postscale = options.postscale_factor;
+  request.process_set = options.process_set.id;
   TensorEntry entry =
       make_entry(std::move(request), input, Tensor(), rt->new_handle(name, OpType::kReducescatter));
   entry.allocator = std::move(allocator);
@@ -336,6 +352,12 @@ Handle alltoall(const std::string& name, const Tensor& input, const std::vector<
 Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op, OutputAllocator allocator,
                      const ProcessSet& process_set) {
   Handle handle = reducescatter_async(name, input, op, std::move(allocator), process_set);
+  handle.wait();
+  return handle;
+}
+Handle reducescatter(const std::string& name, const Tensor& input, const ReducescatterOptions& options,
+                     OutputAllocator allocator) {
+  Handle handle = reducescatter_async(name, input, options, std::move(allocator));
   handle.wait();
   return handle;
 }

@@ -1,6 +1,7 @@
 #include "runtime/argument_checks.h"
 
 #include <cmath>
+#include <sstream>
 
 namespace chorus {
 namespace {
@@ -11,6 +12,19 @@ bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 Status invalid(const std::string& name, const std::string& what) {
   return Status::InvalidArgument("'" + name + "': " + what);
+}
+
+// Every numeric dtype scales (integers through double, as Horovod does);
+// only a factor that is not a number is refused.
+Status check_scale_factors(const std::string& name, double prescale, double postscale) {
+  for (const auto& [label, factor] : {std::pair<const char*, double>{"prescale", prescale}, {"postscale", postscale}}) {
+    if (!std::isfinite(factor)) {
+      std::ostringstream value;
+      value << factor;
+      return invalid(name, std::string(label) + " factor is " + value.str() + "; it must be finite");
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -27,8 +41,8 @@ Status check_tensor(const std::string& name, const char* role, const Tensor& ten
   if (static_cast<int>(tensor.dtype) >= kNumDataTypes) {
     return invalid(name, std::string(role) + " has unknown dtype value " +
                              std::to_string(static_cast<int>(tensor.dtype)) +
-                             "; expected one of uint8, int8, int32, int64, float16, bfloat16, float32, "
-                             "float64, bool");
+                             "; expected one of uint8, int8, int16, uint16, int32, int64, float16, "
+                             "bfloat16, float32, float64, bool");
   }
   for (int64_t dim : tensor.shape) {
     if (dim < 0) {
@@ -71,15 +85,7 @@ Status check_allreduce(const std::string& name, const Tensor& input, const Tenso
                                input.device.to_string());
     }
   }
-  for (const auto& [label, factor] : {std::pair<const char*, double>{"prescale", options.prescale_factor},
-                                      {"postscale", options.postscale_factor}}) {
-    if (!std::isfinite(factor)) return invalid(name, std::string(label) + " factor must be finite");
-    if (factor != 1.0 && !is_floating_point(input.dtype)) {
-      return invalid(name, std::string(label) + " factor " + std::to_string(factor) +
-                               " needs a floating-point dtype, not " + dtype_name(input.dtype));
-    }
-  }
-  return Status::OK();
+  return check_scale_factors(name, options.prescale_factor, options.postscale_factor);
 }
 
 Status check_adasum_ranks(const std::string& name, ReduceOp op, int32_t process_set, int size) {
@@ -136,18 +142,18 @@ Status check_alltoall_splits(const std::string& name, const Tensor& input, int s
   return Status::OK();
 }
 
-Status check_reducescatter(const std::string& name, const Tensor& input, ReduceOp op) {
+Status check_reducescatter(const std::string& name, const Tensor& input, const ReducescatterOptions& options) {
   CHORUS_RETURN_IF_ERROR(check_has_first_dim(name, "reducescatter", input));
   if (input.dtype == DataType::kBool) return invalid(name, "reducescatter does not support bool tensors");
-  if (op == ReduceOp::kAdasum) {
+  if (options.op == ReduceOp::kAdasum) {
     return invalid(name, "reducescatter does not support reduce op adasum (an allreduce op); expected Sum, "
                          "Average, Min, Max or Product");
   }
-  if (!valid_reduce_op(op)) {
-    return invalid(name, "unknown reduce op value " + std::to_string(static_cast<int>(op)) +
+  if (!valid_reduce_op(options.op)) {
+    return invalid(name, "unknown reduce op value " + std::to_string(static_cast<int>(options.op)) +
                              "; expected Sum, Average, Min, Max or Product");
   }
-  return Status::OK();
+  return check_scale_factors(name, options.prescale_factor, options.postscale_factor);
 }
 
 }  // namespace chorus

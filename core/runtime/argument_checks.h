@@ -23,6 +23,6 @@ Status check_root(const std::string& name, int root, int size);
 // Fills `splits` with equal parts when it is empty.
 Status check_alltoall_splits(const std::string& name, const Tensor& input, int size,
                              std::vector<int64_t>* splits);
-Status check_reducescatter(const std::string& name, const Tensor& input, ReduceOp op);
+Status check_reducescatter(const std::string& name, const Tensor& input, const ReducescatterOptions& options);
 
 }  // namespace chorus

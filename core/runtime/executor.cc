@@ -90,7 +90,7 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
 
   const Response& first = unit.front();
   if (first.type == Response::Type::kError) {
-    complete_entries(entries, Status::Mismatch(first.error_message));
+    complete_entries(entries, Status(first.error_code, first.error_message));
     if (timeline_->enabled()) timeline_->instant(first.name, "ERROR");
     return Status::OK();
   }

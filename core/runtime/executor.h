@@ -7,9 +7,10 @@
 // the device's operations (ops/device.h), never touching memory itself:
 // waiting for the inputs' producers, packing fused tensors into the device's
 // persistent fusion buffer and unpacking them, prescaling, zeros for a
-// joined rank, the integer average's division, and allocating outputs whose
-// size is known only now. The factor of an average and a postscale goes to
-// the backend, which applies it as it reduces (16-bit results round once).
+// joined rank, the integer average's division and an integer postscale, and
+// allocating outputs whose size is known only now. The factor of a
+// floating-point average and postscale goes to the backend, which applies
+// it as it reduces (16-bit results round once).
 //
 // On a device everything is queued on one stream, in order, so a unit's work
 // needs no waits in between. Work that has finished when the executor is
@@ -102,12 +103,14 @@ class Executor {
   Status alltoall(Run& run, WorkPtr* work);
   Status reducescatter(Run& run, WorkPtr* work);
 
-  // What the reduced sum is multiplied by: the postscale, divided by the
-  // number of ranks for a floating-point average (1 for integers). Every
-  // reduction hands it to the backend, which applies it as it reduces.
+  // What a floating-point result is multiplied by: the postscale, divided
+  // by the number of ranks for an average; 1 for integers. Every reduction
+  // hands it to the backend, which applies it as it reduces.
   double result_factor(const Run& run, const Response& response) const;
-  // After a reduction: the integer average's division of `count` elements.
-  Status finish_integer_average(Run& run, const Response& response, void* data, int64_t count);
+  // After an integer reduction, on `count` elements of the result: the
+  // postscale (times 1/size for an average), scaled as Horovod does, or
+  // else the average's truncating division.
+  Status finish_integer_result(Run& run, const Response& response, void* data, int64_t count);
   // The output of entry `index` of the unit; when this rank cannot allocate
   // it, records the error for that entry and returns scratch memory (or no
   // memory, when the caller only copies into it) so the collective still runs.

@@ -1,7 +1,8 @@
 // The executor's reductions: allreduce (alone, fused through the device's
 // fusion buffer, or fused where the tensors lie) and reducescatter. Every
-// copy, zero fill, prescale and integer division goes to the device; the
-// average's and postscale's factor goes to the backend with the collective.
+// copy, zero fill, prescale and integer division goes to the device; a
+// floating-point average's and postscale's factor goes to the backend with
+// the collective, an integer one's to the device afterwards.
 #include <string>
 
 #include "runtime/executor.h"
@@ -35,12 +36,23 @@ int64_t first_row_of_rank(int64_t rows, int size, int r) {
 }  // namespace
 
 double Executor::result_factor(const Run& run, const Response& response) const {
+  if (!is_floating_point(response.dtype)) return 1.0;
   const bool average = response.reduce_op == ReduceOp::kAverage;
-  return average && is_floating_point(response.dtype) ? response.postscale / run.place.size : response.postscale;
+  return average ? response.postscale / run.place.size : response.postscale;
 }
 
-Status Executor::finish_integer_average(Run& run, const Response& response, void* data, int64_t count) {
-  if (response.reduce_op != ReduceOp::kAverage || is_floating_point(response.dtype)) return Status::OK();
+// Horovod folds an average into the postscale (postscale / size, scaled in
+// double and truncated): with a postscale, integers do the same, so a test
+// can predict Horovod's bits; without one, the average is the exact
+// truncating division (the same value wherever double holds the sum).
+Status Executor::finish_integer_result(Run& run, const Response& response, void* data, int64_t count) {
+  if (is_floating_point(response.dtype)) return Status::OK();
+  const bool average = response.reduce_op == ReduceOp::kAverage;
+  if (response.postscale != 1.0) {
+    const double factor = average ? response.postscale / run.place.size : response.postscale;
+    return run.device->scale(data, data, count, response.dtype, factor);
+  }
+  if (!average) return Status::OK();
   return run.device->divide(data, count, response.dtype, run.place.size);
 }
 
@@ -93,7 +105,7 @@ Status Executor::allreduce(Run& run, WorkPtr* work) {
   CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
   for (size_t i = 0; i < unit.size(); ++i) {
     if (run.entries[i]) {
-      CHORUS_RETURN_IF_ERROR(finish_integer_average(run, unit[i], run.entries[i]->output_data, unit[i].elements));
+      CHORUS_RETURN_IF_ERROR(finish_integer_result(run, unit[i], run.entries[i]->output_data, unit[i].elements));
     }
   }
   span(run.entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);
@@ -172,7 +184,7 @@ Status Executor::allreduce_one(Run& run, WorkPtr* work) {
     input = output;
   }
   *work = run.backend->allreduce(input, output, n, dtype, op, factor);
-  CHORUS_RETURN_IF_ERROR(finish_integer_average(run, response, output, n));
+  CHORUS_RETURN_IF_ERROR(finish_integer_result(run, response, output, n));
   if (timeline_->enabled()) timeline_->span(response.name, "ALLREDUCE", start, Clock::now());
   return Status::OK();
 }
@@ -249,13 +261,16 @@ Status Executor::reducescatter(Run& run, WorkPtr* work) {
     for (int r = 0; r < size; ++r) recv_counts[r] += rows_for_rank(shape[0], size, r) * row_elements(shape);
   }
 
-  // Single tensor: the input is already laid out rank by rank.
+  // Single tensor: the input is already laid out rank by rank, and is used
+  // where it is unless it must be prescaled first.
   const bool fused = unit.size() > 1;
+  const double prescale = unit.front().prescale;
+  const bool staged = fused || prescale != 1.0;
   int64_t total = 0;
   for (const Response& response : unit) total += response.elements;
   void* buffer = nullptr;
   auto start = Clock::now();
-  if (fused) {
+  if (staged) {
     CHORUS_RETURN_IF_ERROR(fusion_buffer(run, bytes_of(total, dtype), &buffer));
     copies_.clear();
     int64_t offset = 0;
@@ -265,7 +280,12 @@ Status Executor::reducescatter(Run& run, WorkPtr* work) {
         const int64_t row = row_elements(shape);
         const int64_t n = rows_for_rank(shape[0], size, r) * row;
         const int64_t first = first_row_of_rank(shape[0], size, r) * row;
-        copies_.push_back({at(buffer, offset, dtype), at(entry->input_data, first, dtype), bytes_of(n, dtype)});
+        if (prescale != 1.0) {
+          CHORUS_RETURN_IF_ERROR(
+              run.device->scale(at(entry->input_data, first, dtype), at(buffer, offset, dtype), n, dtype, prescale));
+        } else {
+          copies_.push_back({at(buffer, offset, dtype), at(entry->input_data, first, dtype), bytes_of(n, dtype)});
+        }
         offset += n;
       }
     }
@@ -288,7 +308,8 @@ Status Executor::reducescatter(Run& run, WorkPtr* work) {
   if (fused) {
     *work = run.backend->reducescatter(buffer, buffer, recv_counts, dtype, op, factor);
   } else {
-    *work = run.backend->reducescatter(entries[0]->input_data, outputs[0].data, recv_counts, dtype, op, factor);
+    const void* input = staged ? buffer : entries[0]->input_data;
+    *work = run.backend->reducescatter(input, outputs[0].data, recv_counts, dtype, op, factor);
   }
   span(entries, unit, "REDUCESCATTER", start);
 
@@ -303,7 +324,7 @@ Status Executor::reducescatter(Run& run, WorkPtr* work) {
   CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
   for (size_t i = 0; i < unit.size(); ++i) {
     if (own_errors_[i].ok()) {
-      CHORUS_RETURN_IF_ERROR(finish_integer_average(run, unit[i], outputs[i].data, outputs[i].elements()));
+      CHORUS_RETURN_IF_ERROR(finish_integer_result(run, unit[i], outputs[i].data, outputs[i].elements()));
     }
   }
   if (fused) span(entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);

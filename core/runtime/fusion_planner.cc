@@ -12,7 +12,8 @@ bool fusable_type(Response::Type type) {
 // run; a join changes who contributes data).
 bool is_fence(Response::Type type) {
   return type == Response::Type::kShutdown || type == Response::Type::kJoin ||
-         type == Response::Type::kAddProcessSet || type == Response::Type::kRemoveProcessSet;
+         type == Response::Type::kAddProcessSet || type == Response::Type::kRemoveProcessSet ||
+         type == Response::Type::kFailProcessSet;
 }
 
 int64_t response_bytes(const Response& r) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/message.h"
+
 namespace chorus {
 
 ProcessSetTable::ProcessSetTable(int world_size) {
@@ -12,7 +14,30 @@ ProcessSetTable::ProcessSetTable(int world_size) {
 
 void ProcessSetTable::add(int32_t id, std::vector<int> ranks) {
   std::lock_guard<std::mutex> lock(mutex_);
-  sets_[id] = Entry{std::move(ranks), 0};
+  sets_[id] = Entry{std::move(ranks), 0, std::nullopt};
+}
+
+std::string ProcessSetTable::fail(int32_t id, const ProcessSetFailure& failure) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sets_.find(id);
+  if (it == sets_.end()) return "";
+  if (!it->second.failure) it->second.failure = failure;
+  const ProcessSetFailure& first = *it->second.failure;
+  return set_failure_text(id, it->second.ranks, first.rank, first.reason);
+}
+
+std::optional<ProcessSetFailure> ProcessSetTable::failure(int32_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sets_.find(id);
+  return it == sets_.end() ? std::nullopt : it->second.failure;
+}
+
+Status ProcessSetTable::usable(int32_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sets_.find(id);
+  if (it == sets_.end() || !it->second.failure) return Status::OK();
+  const ProcessSetFailure& failure = *it->second.failure;
+  return Status::Aborted(set_failure_text(id, it->second.ranks, failure.rank, failure.reason));
 }
 
 void ProcessSetTable::remove(int32_t id) {

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "chorus/process_set.h"
 #include "chorus/status.h"
 
 namespace chorus {
@@ -21,8 +23,17 @@ class ProcessSetTable {
 
   void add(int32_t id, std::vector<int> ranks);
   void remove(int32_t id);
+  // Records that a member failed the set (fail_process_set()); the first
+  // failure stands. Returns what the set's work fails with from now on
+  // (set_failure_text()), or "" when no such set exists.
+  std::string fail(int32_t id, const ProcessSetFailure& failure);
   // The set's ranks; an error naming the id when no such set exists.
   Status ranks(int32_t id, std::vector<int>* out) const;
+  // Why the set failed; nullopt while it has not (or does not exist).
+  std::optional<ProcessSetFailure> failure(int32_t id) const;
+  // What submissions to a failed set fail with (kAborted, naming the
+  // failing rank and its reason); OK when the set has not failed.
+  Status usable(int32_t id) const;
   bool contains(int32_t id) const;
   // The ids of the sets that exist, ascending (the global set first).
   std::vector<int32_t> ids() const;
@@ -37,6 +48,7 @@ class ProcessSetTable {
   struct Entry {
     std::vector<int> ranks;
     uint64_t barriers = 0;
+    std::optional<ProcessSetFailure> failure;
   };
   mutable std::mutex mutex_;
   std::map<int32_t, Entry> sets_;

@@ -236,6 +236,9 @@ Status Runtime::run_cycle(bool* stop) {
       case Response::Type::kRemoveProcessSet:
         remove_process_set(unit.front());
         break;
+      case Response::Type::kFailProcessSet:
+        fail_process_set(unit.front());
+        break;
       default:
         CHORUS_RETURN_IF_ERROR(executor_.execute(unit, &queue_, negotiated));
         break;
@@ -290,6 +293,20 @@ void Runtime::remove_process_set(const Response& removed) {
   }
   comm_->remove_process_set(id);
   if (std::optional<TensorEntry> entry = queue_.take(removed.name)) entry->handle->complete_member(Status::OK());
+}
+
+void Runtime::fail_process_set(const Response& failed) {
+  const int32_t id = failed.set_id;
+  const std::string failure = process_sets_.fail(id, ProcessSetFailure{failed.failing_rank, failed.error_message});
+  if (!failure.empty()) {
+    CHORUS_LOG(kDebug, failure);
+    for (TensorEntry& entry : queue_.take_set(id)) {
+      entry.handle->complete_member(Status::Aborted(std::string(op_type_name(entry.request.op)) + " " +
+                                                    tensor_label(id, entry.request.name) + ": " + failure));
+    }
+  }
+  if (failed.failing_rank != topology().rank) return;
+  if (std::optional<TensorEntry> entry = queue_.take(failed.name)) entry->handle->complete_member(Status::OK());
 }
 
 void Runtime::stop_for(const Response& shutdown) {

@@ -45,6 +45,10 @@ class Runtime {
   Status check_device(const std::string& name, const Device& device) const {
     return comm_->backends().check(name, device);
   }
+  // Whether the backend of `device` reduces `dtype` (NCCL has no int16).
+  Status check_reduction(const std::string& name, const Device& device, DataType dtype) const {
+    return comm_->backends().check_reduction(name, device, dtype);
+  }
   // Hands entries to the background thread; fails if a name is in flight
   // or the runtime has stopped.
   Status enqueue(std::vector<TensorEntry> entries) { return queue_.add(std::move(entries)); }
@@ -71,6 +75,11 @@ class Runtime {
   // over the job), so counters name the same request on every rank.
   std::string next_add_set_name() { return "chorus.process_set.add." + std::to_string(add_set_count_++); }
   std::string next_remove_set_name() { return "chorus.process_set.remove." + std::to_string(remove_set_count_++); }
+  // A failure is one rank's request: its name carries the rank, since every
+  // rank receives the response and only the requester completes a handle.
+  std::string next_fail_set_name() {
+    return "chorus.process_set.fail." + std::to_string(topology().rank) + "." + std::to_string(fail_set_count_++);
+  }
   // The state of a new handle for `op` with `members` members, counted in
   // the blocked waiters while a thread is blocked waiting on it.
   std::shared_ptr<detail::HandleState> new_handle(const std::string& name, OpType op, int members = 1) const {
@@ -92,6 +101,12 @@ class Runtime {
   // Fails the set's entries still in flight here, releases its backends and
   // completes the remove's handle.
   void remove_process_set(const Response& removed);
+  // Every rank, at the same point: records the set's failure, fails the
+  // set's entries in flight here with it (later submissions fail in the API
+  // or, if they raced past it, in the coordinator) and, on the failing
+  // rank, completes fail_process_set's handle. Its backends stay until the
+  // set is removed.
+  void fail_process_set(const Response& failed);
   // Whether this rank runs `response`: not when it belongs to a process set
   // this rank is not a member of.
   bool runs_here(const Response& response) const;
@@ -131,6 +146,7 @@ class Runtime {
   std::atomic<uint64_t> barrier_count_{0};
   std::atomic<uint64_t> add_set_count_{0};
   std::atomic<uint64_t> remove_set_count_{0};
+  std::atomic<uint64_t> fail_set_count_{0};
   std::thread thread_;
   // CHORUS_HEARTBEAT_TIMEOUT_SECONDS > 0 only. Last, so it is destroyed
   // first: its thread calls peer_lost().

@@ -1,5 +1,6 @@
 #include "ops/cuda/cuda_device.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -144,12 +145,14 @@ Status CudaDevice::copy(const std::vector<Copy>& copies) {
 
 Status CudaDevice::scale(const void* in, void* out, int64_t count, DataType dtype, double factor) {
   CHORUS_RETURN_IF_ERROR(check_buffers("scale", in, out, count, dtype));
-  if (!is_floating_point(dtype)) {
-    if (factor != 1.0) {
-      return Status::InvalidArgument(std::string("scale: dtype '") + dtype_name(dtype) + "' can only be scaled by 1, got " +
-                                     std::to_string(factor) + " (integer averages use divide())");
-    }
+  if (factor == 1.0 && !is_floating_point(dtype)) {
     return copy({Copy{out, in, static_cast<size_t>(count) * dtype_size(dtype)}});
+  }
+  if (dtype == DataType::kBool) {
+    return Status::InvalidArgument("scale: dtype 'bool' can only be scaled by 1, got " + std::to_string(factor));
+  }
+  if (!is_floating_point(dtype) && !std::isfinite(factor)) {
+    return Status::InvalidArgument("scale: an integer tensor needs a finite factor, got " + std::to_string(factor));
   }
   if (count == 0) return Status::OK();
   CHORUS_RETURN_IF_ERROR(use_device());

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ops/kernels/half.h"
+#include "ops/kernels/integer_scale.h"
 
 namespace chorus {
 namespace {
@@ -55,6 +56,15 @@ __global__ void scale_kernel(const typename Format::Stored* in, typename Format:
   }
 }
 
+// As the host: through double, truncated and saturated.
+template <typename T>
+__global__ void scale_integer_kernel(const T* in, T* out, int64_t count, double factor) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    out[i] = scale_integer(in[i], factor);
+  }
+}
+
 // As the host: widening to int64 keeps divisors beyond T's range right.
 template <typename T>
 __global__ void divide_kernel(T* data, int64_t count, int64_t divisor) {
@@ -94,6 +104,12 @@ cudaError_t scale_as(const void* in, void* out, int64_t count, double factor, cu
 }
 
 template <typename T>
+cudaError_t scale_integer_as(const void* in, void* out, int64_t count, double factor, cudaStream_t stream) {
+  return launch(scale_integer_kernel<T>, count, stream, static_cast<const T*>(in), static_cast<T*>(out), count,
+                factor);
+}
+
+template <typename T>
 cudaError_t divide_as(void* buffer, int64_t count, int64_t divisor, cudaStream_t stream) {
   return launch(divide_kernel<T>, count, stream, static_cast<T*>(buffer), count, divisor);
 }
@@ -124,6 +140,12 @@ cudaError_t launch_scale(const void* in, void* out, int64_t count, DataType dtyp
     case DataType::kBFloat16: return scale_as<BFloat16>(in, out, count, factor, stream);
     case DataType::kFloat32: return scale_as<Float32>(in, out, count, factor, stream);
     case DataType::kFloat64: return scale_as<Float64>(in, out, count, factor, stream);
+    case DataType::kUInt8: return scale_integer_as<uint8_t>(in, out, count, factor, stream);
+    case DataType::kInt8: return scale_integer_as<int8_t>(in, out, count, factor, stream);
+    case DataType::kInt16: return scale_integer_as<int16_t>(in, out, count, factor, stream);
+    case DataType::kUInt16: return scale_integer_as<uint16_t>(in, out, count, factor, stream);
+    case DataType::kInt32: return scale_integer_as<int32_t>(in, out, count, factor, stream);
+    case DataType::kInt64: return scale_integer_as<int64_t>(in, out, count, factor, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -132,6 +154,8 @@ cudaError_t launch_divide(void* buffer, int64_t count, DataType dtype, int64_t d
   switch (dtype) {
     case DataType::kUInt8: return divide_as<uint8_t>(buffer, count, divisor, stream);
     case DataType::kInt8: return divide_as<int8_t>(buffer, count, divisor, stream);
+    case DataType::kInt16: return divide_as<int16_t>(buffer, count, divisor, stream);
+    case DataType::kUInt16: return divide_as<uint16_t>(buffer, count, divisor, stream);
     case DataType::kInt32: return divide_as<int32_t>(buffer, count, divisor, stream);
     case DataType::kInt64: return divide_as<int64_t>(buffer, count, divisor, stream);
     default: return cudaErrorInvalidValue;

@@ -147,6 +147,8 @@ Status reduce_ranks_in_order_to(const ReducedOutput& to, const void* const* inpu
   switch (dtype) {
     case DataType::kUInt8: fold_plain<uint8_t>(to, inputs, ranks, count, op); break;
     case DataType::kInt8: fold_plain<int8_t>(to, inputs, ranks, count, op); break;
+    case DataType::kInt16: fold_plain<int16_t>(to, inputs, ranks, count, op); break;
+    case DataType::kUInt16: fold_plain<uint16_t>(to, inputs, ranks, count, op); break;
     case DataType::kInt32: fold_plain<int32_t>(to, inputs, ranks, count, op); break;
     case DataType::kInt64: fold_plain<int64_t>(to, inputs, ranks, count, op); break;
     case DataType::kFloat32: fold_floating<float>(to, inputs, ranks, count, op); break;

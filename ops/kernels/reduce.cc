@@ -102,6 +102,8 @@ Status reduce_into(void* inout, const void* in, int64_t count, DataType dtype, R
   switch (dtype) {
     case DataType::kUInt8: reduce_as<uint8_t>(inout, in, count, op); break;
     case DataType::kInt8: reduce_as<int8_t>(inout, in, count, op); break;
+    case DataType::kInt16: reduce_as<int16_t>(inout, in, count, op); break;
+    case DataType::kUInt16: reduce_as<uint16_t>(inout, in, count, op); break;
     case DataType::kInt32: reduce_as<int32_t>(inout, in, count, op); break;
     case DataType::kInt64: reduce_as<int64_t>(inout, in, count, op); break;
     case DataType::kFloat32: reduce_as<float>(inout, in, count, op); break;

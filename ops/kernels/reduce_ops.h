@@ -8,15 +8,18 @@ namespace chorus {
 namespace kernels {
 
 // Signed integer overflow is undefined behaviour, but MPI and every framework
-// treat integer sums and products as wrapping. Doing the arithmetic in the
-// unsigned type of the same width gives exactly that, with no UB.
+// treat integer sums and products as wrapping. Doing the arithmetic in an
+// unsigned type at least as wide gives exactly that, with no UB: types
+// narrower than unsigned int compute in unsigned int, since their own
+// unsigned type would be promoted to (signed) int, where 65535 * 65535
+// overflows.
 template <typename T, bool = std::is_integral<T>::value>
 struct WrapType {
   using type = T;
 };
 template <typename T>
 struct WrapType<T, true> {
-  using type = std::make_unsigned_t<T>;
+  using type = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 };
 template <typename T>
 using Wrap = typename WrapType<T>::type;

@@ -1,13 +1,16 @@
 // Scaling kernels. Floating types multiply by the factor in their own
-// precision (float16/bfloat16 in float32); integer types are never scaled by
-// a fraction because that would silently truncate, they use divide() instead.
+// precision (float16/bfloat16 in float32); integer types by Horovod's rule
+// (integer_scale.h: through double, truncated, saturated at the type's
+// bounds). An integer average divides instead (divide()), exactly.
 #include "ops/kernels/scale.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 #include "ops/kernels/half.h"
+#include "ops/kernels/integer_scale.h"
 
 namespace chorus {
 namespace {
@@ -52,6 +55,23 @@ void scale_half(const void* in, void* out, int64_t count, float factor) {
   for (int64_t i = 0; i < count; ++i) dst[i] = FromFloat(ToFloat(src[i]) * factor);
 }
 
+// Element by element, so in == out is safe. A factor of 1 copies, so that
+// int64 values beyond 2^53 (which double cannot hold) pass unchanged.
+template <typename T>
+Status scale_integer_as(const void* in, void* out, int64_t count, double factor) {
+  if (factor == 1.0) {
+    if (in != out && count > 0) std::memmove(out, in, static_cast<size_t>(count) * sizeof(T));
+    return Status::OK();
+  }
+  if (!std::isfinite(factor)) {
+    return Status::InvalidArgument("scale: an integer tensor needs a finite factor, got " + std::to_string(factor));
+  }
+  const auto* src = static_cast<const T*>(in);
+  auto* dst = static_cast<T*>(out);
+  for (int64_t i = 0; i < count; ++i) dst[i] = scale_integer(src[i], factor);
+  return Status::OK();
+}
+
 // Integer division truncates toward zero in C++, which is what the integer
 // kAverage promises. Widening to int64 keeps divisors beyond T's range right.
 template <typename T>
@@ -86,17 +106,17 @@ Status scale(const void* in, void* out, int64_t count, DataType dtype, double fa
     case DataType::kBFloat16:
       scale_half<bfloat16_to_float, float_to_bfloat16>(in, out, count, static_cast<float>(factor));
       break;
-    case DataType::kUInt8:
-    case DataType::kInt8:
-    case DataType::kInt32:
-    case DataType::kInt64:
+    case DataType::kUInt8: return scale_integer_as<uint8_t>(in, out, count, factor);
+    case DataType::kInt8: return scale_integer_as<int8_t>(in, out, count, factor);
+    case DataType::kInt16: return scale_integer_as<int16_t>(in, out, count, factor);
+    case DataType::kUInt16: return scale_integer_as<uint16_t>(in, out, count, factor);
+    case DataType::kInt32: return scale_integer_as<int32_t>(in, out, count, factor);
+    case DataType::kInt64: return scale_integer_as<int64_t>(in, out, count, factor);
     case DataType::kBool:
       if (factor != 1.0) {
-        return Status::InvalidArgument(std::string("scale: dtype '") + dtype_name(dtype) +
-                                       "' can only be scaled by 1, got " + std::to_string(factor) +
-                                       " (integer averages use divide())");
+        return Status::InvalidArgument("scale: dtype 'bool' can only be scaled by 1, got " + std::to_string(factor));
       }
-      if (in != out && count > 0) std::memmove(out, in, static_cast<size_t>(count) * dtype_size(dtype));
+      if (in != out && count > 0) std::memmove(out, in, static_cast<size_t>(count));
       break;
   }
   return Status::OK();
@@ -110,6 +130,8 @@ Status divide(void* buffer, int64_t count, DataType dtype, int64_t divisor) {
   switch (dtype) {
     case DataType::kUInt8: divide_as<uint8_t>(buffer, count, divisor); break;
     case DataType::kInt8: divide_as<int8_t>(buffer, count, divisor); break;
+    case DataType::kInt16: divide_as<int16_t>(buffer, count, divisor); break;
+    case DataType::kUInt16: divide_as<uint16_t>(buffer, count, divisor); break;
     case DataType::kInt32: divide_as<int32_t>(buffer, count, divisor); break;
     case DataType::kInt64: divide_as<int64_t>(buffer, count, divisor); break;
     case DataType::kFloat16:

@@ -8,9 +8,11 @@
 
 namespace chorus {
 
-// out[i] = in[i] * factor (in may equal out) for floating-point dtypes;
-// float16/bfloat16 compute in float32. Integer and bool dtypes: invalid
-// argument unless factor == 1 (then it is a copy).
+// out[i] = in[i] * factor (in may equal out). Floating-point dtypes compute
+// in their own precision (float16/bfloat16 in float32); integer dtypes by
+// Horovod's rule, through double and truncated toward zero, saturating at
+// the type's bounds (integer_scale.h), and only with a finite factor. bool:
+// invalid argument unless factor == 1. A factor of 1 is a copy.
 Status scale(const void* in, void* out, int64_t count, DataType dtype, double factor);
 
 // buffer[i] /= divisor, truncating toward zero, for integer dtypes (the

@@ -33,6 +33,7 @@ constexpr UserOp kUserOps[] = {
     user_op<DataType::kBFloat16, ReduceOp::kSum>(), user_op<DataType::kBFloat16, ReduceOp::kMin>(),
     user_op<DataType::kBFloat16, ReduceOp::kMax>(), user_op<DataType::kBFloat16, ReduceOp::kProduct>(),
     user_op<DataType::kInt8, ReduceOp::kSum>(),     user_op<DataType::kUInt8, ReduceOp::kSum>(),
+    user_op<DataType::kInt16, ReduceOp::kSum>(),    user_op<DataType::kUInt16, ReduceOp::kSum>(),
 };
 static_assert(sizeof(kUserOps) / sizeof(kUserOps[0]) == MpiTypes::kNumUserOps, "one MPI_Op per entry");
 
@@ -87,6 +88,8 @@ MPI_Datatype MpiTypes::datatype(DataType dtype) const {
   switch (dtype) {
     case DataType::kUInt8: return MPI_UINT8_T;
     case DataType::kInt8: return MPI_INT8_T;
+    case DataType::kInt16: return MPI_INT16_T;
+    case DataType::kUInt16: return MPI_UINT16_T;
     case DataType::kInt32: return MPI_INT32_T;
     case DataType::kInt64: return MPI_INT64_T;
     case DataType::kFloat16:

@@ -7,7 +7,7 @@
 // functions receive no context pointer, so each (dtype, op) pair gets its own
 // function, instantiated from one template.
 //
-// int8/uint8 sums are user-defined ops too: Open MPI 4.1's AVX op component
+// 8- and 16-bit integer sums are user-defined ops too: Open MPI 4.1's AVX op component
 // sums 8- and 16-bit integers with saturating instructions in its vector
 // loop but wraps in its scalar tail (open-mpi/ompi#8045, "wontfix"), so an
 // overflowing MPI_SUM gives results that depend on the element's position.
@@ -51,8 +51,9 @@ class MpiTypes {
   // for bool, and for the user-defined ones before create().
   MPI_Op op(DataType dtype, ReduceOp op) const;
 
-  // float16 and bfloat16 x sum, min, max, product; int8 and uint8 x sum.
-  static constexpr int kNumUserOps = 10;
+  // float16 and bfloat16 x sum, min, max, product; int8, uint8, int16 and
+  // uint16 x sum.
+  static constexpr int kNumUserOps = 12;
 
  private:
   bool created_ = false;

@@ -41,6 +41,7 @@
 #include "ops/backend_registry.h"
 #include "ops/cuda/cuda_device.h"
 #include "ops/nccl/nccl_communicator.h"
+#include "ops/nccl/nccl_types.h"
 
 namespace chorus {
 
@@ -73,6 +74,8 @@ class NcclBackend : public Backend {
   const char* name() const override { return "nccl"; }
   bool supports(const Device& device) const override;
   DeviceOps* device_ops(const Device& device) override;
+  // int16 and uint16 are refused: NCCL has no type to reduce them with.
+  Status check_reduction(DataType dtype) const override { return nccl_reducible(dtype); }
   CudaDevice* cuda_device() { return device_.get(); }
   int rank() const { return comm_->rank(); }
   int size() const { return comm_->size(); }

@@ -38,6 +38,9 @@ Status nccl_data_type(const char* collective, DataType dtype, ncclDataType_t* ou
     case DataType::kFloat32: *out = ncclFloat32; return Status::OK();
     case DataType::kFloat64: *out = ncclFloat64; return Status::OK();
     case DataType::kBool: *out = ncclUint8; return Status::OK();  // moved as bytes, never reduced
+    // Moved as any 2-byte type (NCCL moves bytes unchanged), never reduced.
+    case DataType::kInt16:
+    case DataType::kUInt16: *out = ncclFloat16; return Status::OK();
   }
   return invalid_dtype(collective, dtype);
 }
@@ -50,6 +53,8 @@ Status nccl_reduction(const char* collective, DataType dtype, ReduceOp op, ncclD
                                    ": dtype 'bool' cannot be reduced by the NCCL backend (NCCL has no boolean "
                                    "type; bool tensors can be allgathered, broadcast and alltoall'ed)");
   }
+  const Status reducible = nccl_reducible(dtype);
+  if (!reducible.ok()) return Status::InvalidArgument(std::string(collective) + ": " + reducible.message());
   switch (op) {
     case ReduceOp::kSum: *nccl_op = ncclSum; break;
     case ReduceOp::kMin: *nccl_op = ncclMin; break;
@@ -64,6 +69,14 @@ Status nccl_reduction(const char* collective, DataType dtype, ReduceOp op, ncclD
                                      std::to_string(static_cast<int>(op)));
   }
   return nccl_data_type(collective, dtype, type);
+}
+
+Status nccl_reducible(DataType dtype) {
+  if (dtype != DataType::kInt16 && dtype != DataType::kUInt16) return Status::OK();
+  return Status::InvalidArgument(std::string("the NCCL backend cannot reduce ") + dtype_name(dtype) +
+                                 " tensors (NCCL has no 16-bit integer type, and Horovod refuses them too); "
+                                 "allgather, broadcast and alltoall move them, and CHORUS_GPU_BACKEND=staged "
+                                 "reduces them through host memory");
 }
 
 Status check_factor(const char* collective, DataType dtype, double factor) {

@@ -3,10 +3,15 @@
 // Status. Pure functions (no communicator, no GPU), so they are unit-tested
 // on machines without one.
 //
-// Every Chorus dtype has an NCCL type. bool (one byte, 0 or 1) travels as
-// ncclUint8 in the collectives that only move data (allgather, broadcast,
-// alltoall); a reduction of bool is refused, because NCCL would add, multiply
-// or compare bytes and a sum of trues is not a bool.
+// Every Chorus dtype has an NCCL type that moves it. bool (one byte, 0 or 1)
+// travels as ncclUint8 in the collectives that only move data (allgather,
+// broadcast, alltoall); a reduction of bool is refused, because NCCL would
+// add, multiply or compare bytes and a sum of trues is not a bool. int16 and
+// uint16 travel as ncclFloat16 (NCCL moves the bytes of allgather, broadcast
+// and send/recv unchanged, whatever the type); NCCL has no 16-bit integer
+// type to reduce them with, so their reductions are refused, as Horovod's
+// NCCL operations refuse them (GetNCCLDataType: "not supported in NCCL
+// mode"), at submission (NcclBackend::check_reduction).
 #pragma once
 
 #include <nccl.h>
@@ -28,6 +33,11 @@ Status nccl_data_type(const char* collective, DataType dtype, ncclDataType_t* ou
 // kSum and a factor, which allreduce() and reducescatter() take).
 Status nccl_reduction(const char* collective, DataType dtype, ReduceOp op, ncclDataType_t* type,
                       ncclRedOp_t* nccl_op);
+
+// OK when NCCL can reduce `dtype` (bool aside, which nothing reduces);
+// otherwise why not (int16, uint16), an InvalidArgument whose text
+// completes "'<tensor>': ".
+Status nccl_reducible(DataType dtype);
 
 // A result can be multiplied by `factor` only when it is floating-point,
 // and only by a finite factor; integer results only by 1.

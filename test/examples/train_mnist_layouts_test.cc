@@ -1,6 +1,7 @@
-// train_mnist's Trainer under real MPI ranks in other layouts: pipeline
-// stages train like one process, bad layouts fail every rank before
-// training, and the prefetching loader gives the preloaded batches.
+// train_mnist's Trainer under real MPI ranks in its layouts: data parallelism
+// and pipeline stages train like one process (bit for bit), bad layouts fail
+// every rank before training, and the prefetching loader gives the
+// preloaded batches.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "chorus/torch/model_split.h"
+#include "reference_training.h"
 #include "train_mnist_fixture.h"
 
 namespace train_mnist_test {
@@ -21,6 +23,13 @@ using train_mnist::ModelKind;
 using train_mnist::RunSummary;
 using train_mnist::TrainOptions;
 
+// --pipeline-stages 2 computes what one process computes on the same
+// batches (reference_training.h: each batch's micro-batches through the
+// whole model, loss / M backward in micro-batch order, the pipelines'
+// gradients averaged as Chorus does): each rank's stage ends bit-identical
+// to the reference's same layers, for the MLP and the CNN and both
+// schedules, and so do the test loss and accuracy; the summary records the
+// layout.
 TEST_F(TrainMnistParallel, PipelineStagesTrainLikeOneProcess) {
   namespace ct = chorus::torch;
   const int stages = 2;
@@ -41,36 +50,51 @@ TEST_F(TrainMnistParallel, PipelineStagesTrainLikeOneProcess) {
       EXPECT_EQ(summary.micro_batches, 4);
       EXPECT_EQ(summary.schedule, ct::pipeline_schedule_name(schedule));
       EXPECT_EQ(summary.data_parallel_size, replicas);
-      ASSERT_EQ(replicas, 1) << "the reference below is one pipeline's";
 
-      const auto train = train_mnist::load_mnist(o.data_dir, train_mnist::MnistSplit::kTrain);
-      torch::manual_seed(o.seed);
-      auto reference = train_mnist::make_model(kind);
-      torch::optim::Adam adam(reference->parameters(), torch::optim::AdamOptions(o.lr));
-      ct::DistributedSampler sampler(train.size(), {true, false, o.seed}, 1, 0);
-      for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
-        sampler.set_epoch(epoch);
-        const auto order = torch::tensor(sampler.indices(), torch::kInt64);
-        for (int64_t begin = 0; begin < order.size(0); begin += o.batch_size) {
-          const int64_t count = std::min(o.batch_size, order.size(0) - begin) / 4 * 4;
-          if (count == 0) break;
-          const auto batch = order.narrow(0, begin, count);
-          adam.zero_grad();
-          torch::nn::functional::cross_entropy(reference->forward(train.images.index_select(0, batch)),
-                                               train.labels.index_select(0, batch))
-              .backward();
-          adam.step();
-        }
-      }
+      // The same computation in this process without Chorus, bit for bit
+      // (reference_training.h): any CPU gives both the same bits, so the
+      // comparison is equality, not a tolerance.
+      const ReferenceRun reference = train_reference(
+          o, chorus_test::world_size(), train_mnist::load_mnist(o.data_dir, train_mnist::MnistSplit::kTrain),
+          train_mnist::load_mnist(o.data_dir, train_mnist::MnistSplit::kTest));
       const int stage = trainer.layout().stage;
       auto mine = ct::stage_part(trainer.model().layers(), stages, stage)->named_parameters();
-      auto expected = ct::stage_part(reference->layers(), stages, stage)->named_parameters();
+      auto expected = ct::stage_part(reference.model->layers(), stages, stage)->named_parameters();
       ASSERT_EQ(mine.size(), expected.size());
       for (const auto& p : expected) {
-        EXPECT_LT((mine[p.key()] - p.value()).abs().max().item<double>(), 1e-4)
-            << "layer parameter " << p.key() << " of stage " << stage;
+        EXPECT_TRUE(torch::equal(mine[p.key()], p.value()))
+            << "layer parameter " << p.key() << " of stage " << stage << " differs by up to "
+            << (mine[p.key()] - p.value()).abs().max().item<double>();
       }
+      EXPECT_EQ(summary.parameter_digests, reference.parameter_digests);
+      EXPECT_EQ(summary.final_test_loss, reference.test_loss);
+      EXPECT_EQ(summary.final_test_accuracy, reference.test_accuracy);
     }
+  }
+}
+
+// Data parallelism on every rank of the job equals the reference bit for
+// bit: each replica's batch through the same operations, the replicas'
+// gradients averaged in Chorus's documented order, Adam at lr x ranks.
+TEST_F(TrainMnistParallel, DataParallelTrainsLikeOneProcess) {
+  for (ModelKind kind : {ModelKind::kMlp, ModelKind::kCnn}) {
+    SCOPED_TRACE(train_mnist::model_kind_name(kind));
+    TrainOptions o = options(2, "");
+    o.model = kind;
+    std::vector<torch::Tensor> parameters;
+    const RunSummary summary = train(o, &parameters);
+    const ReferenceRun reference = train_reference(
+        o, chorus_test::world_size(), train_mnist::load_mnist(o.data_dir, train_mnist::MnistSplit::kTrain),
+        train_mnist::load_mnist(o.data_dir, train_mnist::MnistSplit::kTest));
+    const auto expected = reference.model->parameters();
+    ASSERT_EQ(parameters.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_TRUE(torch::equal(parameters[i], expected[i]))
+          << "parameter " << i << " differs by up to " << (parameters[i] - expected[i]).abs().max().item<double>();
+    }
+    EXPECT_EQ(summary.parameter_digests, reference.parameter_digests);
+    EXPECT_EQ(summary.final_test_loss, reference.test_loss);
+    EXPECT_EQ(summary.final_test_accuracy, reference.test_accuracy);
   }
 }
 

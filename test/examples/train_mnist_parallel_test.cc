@@ -210,13 +210,5 @@ TEST_F(TrainMnistParallel, FailedCheckpointWriteFailsEveryRankAndKeepsTheLastGoo
   for (size_t i = 0; i < parameters.size(); ++i) EXPECT_TRUE(torch::equal(parameters[i], after_one[i]));
 }
 
-// --pipeline-stages 2 at np 2 (one pipeline, no data parallelism) computes
-// what one process computes on the same batches: the reference trains a
-// copy of the model locally, same seed, same data order (a sampler of one
-// replica), Adam at lr x 1, each batch's whole micro-batches. Each rank's
-// stage must end within 1e-4 of the reference's same layers (Adam over 32
-// steps magnifies float rounding), for the MLP and the CNN and both
-// schedules; the summary records the layout.
-
 }  // namespace
 }  // namespace train_mnist_test

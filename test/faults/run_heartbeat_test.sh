@@ -12,9 +12,19 @@
 #                                       (test/hierarchical/netns_hosts.sh); plain
 #                                       mpirun runs without Open MPI's TCP keepalive
 #   fault     stop                      the last rank is frozen
-#             kill                      the last rank is killed; the launcher (Open MPI,
-#                                       srun) ends the job itself, faster than the
-#                                       timeout: only the end and what is left are checked
+#             kill                      the last rank is killed: its process is gone,
+#                                       which two things see at once, and both must
+#                                       name it: the local peer watch of every rank
+#                                       on its node ("rank V (pid P) exited while
+#                                       rank R was waiting ...", within 0.1 s), and
+#                                       the launcher in its own words (mpirun:
+#                                       "process rank V ... on node H exited on
+#                                       signal 9", chorusrun: "rank V (on H) was
+#                                       killed by signal 9", srun: "NODE: task V:
+#                                       Killed"). The job then ends before the
+#                                       heartbeat's timeout, so ranks on another
+#                                       node (srun's first) need not report; any
+#                                       that does must name the victim
 #             kill-tolerant             netns-mpirun only: ranks 0-2 on the first host,
 #                                       rank 3 alone on the second is killed, and Open MPI
 #                                       is told not to end the job on a dead rank
@@ -38,7 +48,8 @@ fail() {
   pkill -9 -f "$token" 2>/dev/null
   exit 1
 }
-skip() { echo "SKIP: $*"; exit 77; }
+# Without root the netns and srun cases skip (test/support/prerequisites.sh).
+source "$(dirname "$0")/../support/prerequisites.sh"
 cleanup_output() { rm -rf "$output" "$report_dir"; }
 trap cleanup_output EXIT
 
@@ -62,8 +73,9 @@ case "$launcher" in
     trap 'netns_hosts_down; cleanup_output' EXIT
     ;;
   srun)
-    [[ -n ${SLURM_CONF:-} ]] || skip "SLURM_CONF is not set (the Slurm tests' fixture sets it)"
-    command -v srun >/dev/null || skip "srun is not installed"
+    chorus_require_root "heartbeat test $launcher/$fault" "the local Slurm cluster (slurmd)"
+    chorus_require_tool "heartbeat test $launcher/$fault" srun "Slurm's client"
+    [[ -n ${SLURM_CONF:-} ]] || fail "SLURM_CONF is not set: run this test through ctest (the slurm_cluster fixture sets it)"
     ;;
 esac
 [[ $fault != cut || $launcher == netns-* ]] ||
@@ -107,6 +119,17 @@ if [[ $fault != slow ]]; then
   victim_pid=$(sed -n "s/^FAULT_READY rank=$victim pid=\([0-9]*\) .*/\1/p" "$output")
   victim_host=$(sed -n "s/^FAULT_READY rank=$victim pid=[0-9]* host=\(.*\)$/\1/p" "$output")
   host0=$(sed -n "s/^FAULT_READY rank=0 pid=[0-9]* host=\(.*\)$/\1/p" "$output")
+  # Each rank's node: this host, or under srun its Slurm node (the virtual
+  # nodes share one host name), read from the rank's environment while it runs.
+  declare -A node_of
+  for r in $(seq 0 $((np - 1))); do
+    node_of[$r]=$(sed -n "s/^FAULT_READY rank=$r pid=[0-9]* host=\(.*\)$/\1/p" "$output")
+    if [[ $launcher == srun ]]; then
+      pid=$(sed -n "s/^FAULT_READY rank=$r pid=\([0-9]*\) .*/\1/p" "$output")
+      node_of[$r]=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^SLURMD_NODENAME=//p')
+      [[ -n ${node_of[$r]} ]] || fail "rank $r (pid $pid) has no SLURMD_NODENAME"
+    fi
+  done
   fault_at=$(now)
   case "$fault" in
     stop) kill -STOP "$victim_pid" ;;
@@ -162,17 +185,44 @@ else
     [[ $late -eq 0 ]] || fail "rank $1 reported $(elapsed "$fault_at" "$at") s after the $fault (limit $((timeout_s + margin_s)) s)"
     echo "rank $1 reported after $(elapsed "$fault_at" "$at") s"
   }
-  for r in $near; do
-    if [[ $fault == kill ]]; then
-      # The launcher ends the job on a dead rank, often before anyone reports.
-      cat "$output" "$report_dir"/* 2>/dev/null | grep -q "^FAULT_HEARTBEAT rank=$r " || continue
-      check_report $r "rank $victim \(.*pid $victim_pid\)"
-    elif [[ $fault == cut ]]; then
-      check_report $r "rank [23] \(host $victim_host, pid [0-9]+\) stopped answering"
-    else
-      check_report $r "rank $victim \(host $victim_host[^,]*, pid $victim_pid\) stopped answering"
-    fi
-  done
+  if [[ $fault == kill ]]; then
+    # The launcher names the killed rank (and where it ran) in its own words.
+    case "$launcher" in
+      # Open MPI 4.1 prints "PID 0" here, whatever the pid was.
+      mpirun) by_launcher="process rank $victim with PID [0-9]+ on node $victim_host exited on signal 9 \(Killed\)" ;;
+      chorusrun) by_launcher="^chorusrun: rank $victim \(on $victim_host\) was killed by signal 9 \(SIGKILL\)$" ;;
+      srun) by_launcher="^srun: error: ${node_of[$victim]}: task $victim: Killed$" ;;
+    esac
+    grep -qE "$by_launcher" "$output" || fail "$launcher did not name the killed rank: no line matches '$by_launcher'"
+    echo "$launcher named rank $victim: $(grep -m1 -E "$by_launcher" "$output")"
+    # The local peer watch of every rank on the victim's node names it.
+    others=""
+    for r in $near; do
+      if [[ ${node_of[$r]} == "${node_of[$victim]}" ]]; then
+        check_report $r "rank $victim \(pid $victim_pid\) exited while rank $r was waiting "
+      else
+        others="$others $r"
+      fi
+    done
+    # Ranks on another node hear of it from their heartbeat only after its
+    # timeout, and the launcher has ended the job by then: a report is not
+    # required of them, but one that came must name the victim.
+    for r in $others; do
+      if cat "$output" "$report_dir"/* 2>/dev/null | grep -q "^FAULT_HEARTBEAT rank=$r "; then
+        check_report $r "rank $victim \(.*pid $victim_pid\)"
+      else
+        echo "rank $r (on ${node_of[$r]}, not the victim's node ${node_of[$victim]}) was ended before it reported"
+      fi
+    done
+  else
+    for r in $near; do
+      if [[ $fault == cut ]]; then
+        check_report $r "rank [23] \(host $victim_host, pid [0-9]+\) stopped answering"
+      else
+        check_report $r "rank $victim \(host $victim_host[^,]*, pid $victim_pid\) stopped answering"
+      fi
+    done
+  fi
   # The far side of a cut link cannot reach anyone who could kill it: it
   # must see the loss too and end itself.
   for r in $far; do check_report $r "rank [01] \(host $host0, pid [0-9]+\)"; done

@@ -96,21 +96,16 @@ run() {
   printf '%s\n' "$step_output" >>"$log"
   ((step_status == 124 || step_status == 137)) && step_output+=$'\n'"(timed out after ${limit}s)"
 }
-# A GoogleTest program: PASS when it exits 0 and skipped nothing.
+# A GoogleTest program: PASS when it exits 0, every process ran at least one
+# test and none skipped one (gtest_verdict.sh).
+source "$root/test/gpu/gtest_verdict.sh"
 gtest_step() {
   local step=$1 limit=$2
   shift 2
   run "$step" "$limit" "$@"
-  local passed skipped
-  passed=$(grep -m1 -o '\[  PASSED  \] [0-9]* test' <<<"$step_output" | grep -o '[0-9]*' || echo 0)
-  skipped=$(grep -m1 -o '\[  SKIPPED \] [0-9]* test' <<<"$step_output" | grep -o '[0-9]*' || echo 0)
-  if ((step_status != 0)); then
-    report "$step" FAIL "exit $step_status; see the log ($(grep -m1 -E 'FAILED|error|timed out' <<<"$step_output"))"
-  elif ((skipped > 0)); then
-    report "$step" FAIL "$skipped test(s) skipped on a machine with a GPU: $(grep -m1 -A1 'SKIPPED' <<<"$step_output" | tail -1)"
-  else
-    report "$step" PASS "$passed tests passed"
-  fi
+  local verdict
+  verdict=$(gtest_verdict "$step_status" "$step_output")
+  report "$step" "${verdict%% *}" "${verdict#* }"
 }
 
 # 1. Libraries.

@@ -25,10 +25,13 @@
 #                                  keepalive (on by default: a cut link then
 #                                  ends the job even without Chorus's heartbeat)
 #   netns_pids                     the processes still in either namespace
-# Names carry this shell's pid, so concurrent test runs never collide. Where
-# namespaces cannot be made (not root, no iproute2, no permission) the test
-# FAILS with the reason: CI runs where they can.
+# Names carry this shell's pid, so concurrent test runs never collide. The
+# suite's rule (test/support/prerequisites.sh): without root the test skips
+# (exit 77) saying so; as root, namespaces that cannot be made (no iproute2,
+# no permission) FAIL the test with the reason.
 set -uo pipefail
+# shellcheck source=../support/prerequisites.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/prerequisites.sh"
 
 netns_id=$$
 netns_h1=chorus-hier-$netns_id-h1
@@ -87,7 +90,7 @@ netns_remove_stale() {
 }
 
 netns_hosts_up() {
-  [[ $(id -u) -eq 0 ]] || netns_fail_setup "creating network namespaces needs root (running as uid $(id -u))"
+  chorus_require_root "$(basename "$0")" "creating network namespaces"
   command -v ip >/dev/null || netns_fail_setup "iproute2 ('ip') is not installed"
   command -v unshare >/dev/null || netns_fail_setup "unshare (util-linux) is not installed"
   trap netns_hosts_down EXIT

@@ -4,22 +4,26 @@
 # reaches the second through an rsh agent script (as mpirun would use ssh).
 # Checks, with 2 ranks per host:
 #   1. a run whose ranks allreduce; every rank's tagged line names its host;
+#      the same from a --hostfile of 1 and 3 slots: each rank on the host
+#      the hostfile gives it;
 #   2. a rank on the remote host exiting 3: chorusrun names it and exits 3;
 #   3. the link cut while ranks wait: the job ends (Open MPI's TCP keepalive,
 #      set by chorusrun) instead of hanging.
 # After each: no process left in either namespace.
-# Exit 77 (CTest SKIP_RETURN_CODE) where namespaces cannot be created.
+# Exit 77 (CTest SKIP_RETURN_CODE) without root; as root, namespaces that
+# cannot be created fail the test (test/support/prerequisites.sh).
 #   multihost_netns_test.sh CHORUSRUN LAUNCHER_TEST_PROGRAM
 set -uo pipefail
 
 chorusrun=$1
 program=$2
-skip() { echo "SKIP: $*"; exit 77; }
+source "$(dirname "$0")/../support/prerequisites.sh"
+setup_failed() { echo "FAIL: network-namespace hosts cannot be set up here: $*"; exit 1; }
 fail() { echo "FAIL: $*"; failed=1; }
 
-[[ $(id -u) -eq 0 ]] || skip "creating network namespaces needs root"
-command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
-command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
+chorus_require_root multihost_netns_test "creating network namespaces"
+chorus_require_tool multihost_netns_test ip "iproute2: the namespaces and their link"
+chorus_require_tool multihost_netns_test unshare "util-linux: a host name per namespace"
 
 id=$$
 ns1=chorus-h1-$id
@@ -44,9 +48,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ip netns add "$ns1" 2>/dev/null || skip "cannot create network namespaces here (ip netns add failed)"
-ip netns add "$ns2" || skip "cannot create a second network namespace"
-ip link add "$veth1" type veth peer name "$veth2" || skip "cannot create a veth pair"
+ip netns add "$ns1" || setup_failed "'ip netns add' failed"
+ip netns add "$ns2" || setup_failed "'ip netns add' failed for a second namespace"
+ip link add "$veth1" type veth peer name "$veth2" || setup_failed "cannot create a veth pair"
 ip link set "$veth1" netns "$ns1"
 ip link set "$veth2" netns "$ns2"
 ip -n "$ns1" addr add 10.200.0.1/24 dev "$veth1"
@@ -70,12 +74,13 @@ exec ip netns exec "\$ns" unshare -u sh -c "hostname \$name; \$*"
 AGENT
 chmod +x "$work/rsh"
 
-# chorusrun ARGS... inside the first host, with a deadline.
-on_host1() {
+# chorusrun ARGS... inside the first host, with a deadline; on_host1 gives
+# it the hosts with -H, 2 ranks each.
+chorusrun_on_host1() {
   timeout -k 5 90 ip netns exec "$ns1" unshare -u sh -c 'hostname chorus-h1; exec "$@"' sh \
-    "$chorusrun" -H 10.200.0.1:2,10.200.0.2:2 --network-interface 10.200.0.0/24 \
-    --mpi-args "--mca plm_rsh_agent $work/rsh" "$@"
+    "$chorusrun" --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $work/rsh" "$@"
 }
+on_host1() { chorusrun_on_host1 -H 10.200.0.1:2,10.200.0.2:2 "$@"; }
 
 no_leftovers() {
   local i pids
@@ -100,6 +105,26 @@ for rank in 0 1 2 3; do
     fail "no line '[$rank] rank $rank of 4 on $host: allreduce sum 10'"
 done
 no_leftovers "allreduce run"
+
+# 1b. The hosts from a hostfile, as a user writes one (comments, uneven
+# slots, no -np): 4 ranks, the first host's one slot takes rank 0 and the
+# second host's three slots ranks 1-3.
+cat >"$work/hostfile" <<'HOSTS'
+# the job's hosts
+10.200.0.1 slots=1   # where chorusrun runs
+
+10.200.0.2 slots=3
+HOSTS
+out=$(chorusrun_on_host1 --hostfile "$work/hostfile" "$program" allreduce 2>&1); rc=$?
+echo "$out"
+[[ $rc -eq 0 ]] || fail "hostfile run exited $rc"
+for rank in 0 1 2 3; do
+  host=chorus-h2
+  ((rank == 0)) && host=chorus-h1
+  grep -qx "\[$rank\] rank $rank of 4 on $host: allreduce sum 10" <<<"$out" ||
+    fail "hostfile run: no line '[$rank] rank $rank of 4 on $host: allreduce sum 10'"
+done
+no_leftovers "hostfile run"
 
 # 2. A remote rank exits 3.
 out=$(on_host1 "$program" exit 3 3 2>&1); rc=$?

@@ -8,15 +8,20 @@
 #     Chorus::tune needs it);
 #  3. compiles the core consumer a second way, with pkg-config's flags
 #     (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig);
-#  4. runs every program at np=2 under mpirun; each checks its results
-#     against values it computes itself and exits non-zero on a mismatch.
-#   consumer_test.sh <build dir> <mpiexec> <c++ compiler> <ON|OFF: torch>
+#  4. builds examples/c (C99, the C compiler alone) against the C API, once
+#     with find_package(Chorus) (Chorus::c) and once with gcc -std=c99 and
+#     pkg-config's chorus-c flags;
+#  5. runs every program at np=2 under mpirun; each checks its results
+#     against values it computes itself and exits non-zero on a mismatch
+#     (the C example's lines are compared with test/c/c_example_reference.py).
+#   consumer_test.sh <build dir> <mpiexec> <c++ compiler> <ON|OFF: torch> <c compiler>
 # Needs the build complete (cmake --install copies what the build made).
 set -euo pipefail
 
-[[ $# -eq 4 ]] || { echo "usage: $0 <build dir> <mpiexec> <c++ compiler> <ON|OFF>" >&2; exit 2; }
-build_dir=$1 mpiexec=$2 cxx=$3 with_torch=$4
+[[ $# -eq 5 ]] || { echo "usage: $0 <build dir> <mpiexec> <c++ compiler> <ON|OFF> <c compiler>" >&2; exit 2; }
+build_dir=$1 mpiexec=$2 cxx=$3 with_torch=$4 cc=$5
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source_dir=$(cd "$here/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/chorus_consumer.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
@@ -33,6 +38,7 @@ step "installed headers are the public ones only"
 extra=$(cd "$prefix/include" && find . -type f ! \( -path './chorus/*' -name '*.h' \) | sort)
 [[ -z "$extra" ]] || fail "include/ holds more than chorus/*.h: $extra"
 [[ -f "$prefix/include/chorus/chorus.h" ]] || fail "include/chorus/chorus.h was not installed"
+[[ -f "$prefix/include/chorus/c_api.h" ]] || fail "include/chorus/c_api.h was not installed"
 if [[ "$with_torch" == ON ]]; then
   [[ -f "$prefix/include/chorus/torch.h" ]] || fail "include/chorus/torch.h was not installed"
 fi
@@ -64,6 +70,30 @@ echo "pkg-config: $pc_flags"
 # shellcheck disable=SC2086  # the flags are words
 "$cxx" -std=c++17 -Wall -Wextra -Werror "$here/consumer/core_consumer.cc" -o "$work/pc_consumer" \
   $pc_flags || fail "compiling with pkg-config's flags failed"
+
+step "configure and build examples/c with the C compiler alone (find_package, Chorus::c)"
+cmake -S "$source_dir/examples/c" -B "$work/build_c" -G Ninja -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$work/build_c.log" 2>&1 || {
+  cat "$work/build_c.log" >&2
+  fail "configuring examples/c against $prefix failed"
+}
+cmake --build "$work/build_c" -j 2 >>"$work/build_c.log" 2>&1 || {
+  cat "$work/build_c.log" >&2
+  fail "building examples/c against $prefix failed"
+}
+
+step "compile examples/c with $cc -std=c99 and pkg-config (chorus-c)"
+pc_c_flags=$(pkg-config --cflags --libs chorus-c) || fail "pkg-config --cflags --libs chorus-c failed"
+pc_c_libdir=$(pkg-config --variable=libdir chorus-c) || fail "pkg-config --variable=libdir chorus-c failed"
+echo "pkg-config: $pc_c_flags"
+# shellcheck disable=SC2086  # the flags are words
+"$cc" -std=c99 -pedantic -Wall -Wextra -Werror "$source_dir/examples/c/collectives.c" -o "$work/pc_c_collectives" \
+  $pc_c_flags -Wl,-rpath,"$pc_c_libdir" || fail "compiling examples/c with pkg-config's chorus-c flags failed"
+
+for program in "$work/build_c/c_collectives" "$work/pc_c_collectives"; do
+  step "mpirun -np 2 $(basename "$program") (compared with test/c/c_example_reference.py)"
+  bash "$source_dir/test/c/c_example_test.sh" "$mpiexec" "$program" 2 || fail "$(basename "$program") failed at np=2"
+done
 
 programs=("$work/build/core_consumer" "$work/pc_consumer")
 [[ "$with_torch" == ON ]] && programs+=("$work/build/torch_consumer")

@@ -159,7 +159,8 @@ TEST_P(ScaledAllreduceTest, PrescaleAndPostscaleEveryOp) {
   struct Factors {
     double pre, post;
   };
-  // 0.5 keeps inputs exact; 3 and 0.1 make the postscale round.
+  // 0.5 keeps inputs exact; 3 and 0.1 make the postscale round (integers:
+  // truncate).
   const std::vector<Factors> factors = {{0.5, 3.0}, {2.0, 0.1}, {1.0, 0.25}};
   std::deque<Pending> pending;
   int index = 0;
@@ -185,10 +186,8 @@ TEST_P(ScaledAllreduceTest, PrescaleAndPostscaleEveryOp) {
   check_all(pending);
 }
 
-INSTANTIATE_TEST_SUITE_P(FloatingDtypes, ScaledAllreduceTest,
-                         ::testing::Values(DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                                           DataType::kFloat64),
-                         DtypeParamName());
+// Integers too: reference_reduce scales them as Horovod does.
+INSTANTIATE_TEST_SUITE_P(Dtypes, ScaledAllreduceTest, ::testing::ValuesIn(numeric_dtypes()), DtypeParamName());
 
 class Collectives : public ChorusSuite {};
 

@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,8 +47,9 @@ using chorus::ShmAllreduceMode;
 using chorus::Status;
 using chorus::StatusCode;
 
-const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,   DataType::kInt64,
-                            DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,    DataType::kUInt16,
+                            DataType::kInt32,   DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
+                            DataType::kFloat32, DataType::kFloat64};
 const DataType kFloats[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
@@ -229,7 +231,7 @@ TEST(DeviceHierarchicalQueue, AllreducesQueuedBackToBackWithoutWaiting) {
     for (int i = 0; i < 24; ++i) {
       // Counts growing past the first scratch (64 KiB) and shrinking again.
       const int64_t count = i < 12 ? 37 + int64_t{i} * 5000 : 3 + int64_t{i % 5} * 11;
-      queued.push_back(prepare(job, Case{kDtypes[i % 8], kOps[i % 4], count, i % 3 == 0, 1.0, ++seed}));
+      queued.push_back(prepare(job, Case{kDtypes[i % std::size(kDtypes)], kOps[i % 4], count, i % 3 == 0, 1.0, ++seed}));
     }
     for (Queued& q : queued) start(job, q);
     for (Queued& q : queued) check(job, q);

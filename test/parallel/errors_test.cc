@@ -4,6 +4,8 @@
 // invalid arguments. After each failure the runtime must stay usable.
 // Peer shutdown and the stall inspector are in errors_shutdown_test.cc.
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <functional>
 #include <string>
 #include <vector>
@@ -198,6 +200,25 @@ TEST_F(Mismatch, PostscaleFactor) {
                   true);
 }
 
+TEST_F(Mismatch, ReducescatterFactors) {
+  chorus::ReducescatterOptions half, twice;
+  half.prescale_factor = 0.5;
+  twice.prescale_factor = 2.0;
+  Buffer rows(DataType::kInt16, {2 * size(), 2});
+  expect_mismatch([&] { return chorus::reducescatter_async("mm.rspre", rows.tensor(), half); },
+                  [&] { return chorus::reducescatter_async("mm.rspre", rows.tensor(), twice); },
+                  "Mismatched prescale factor for reducescatter 'mm\\.rspre': rank 0 has 0\\.50*, "
+                  "rank 1 has 2(\\.0*)?",
+                  true);
+  chorus::ReducescatterOptions one, three;
+  three.postscale_factor = 3.0;
+  expect_mismatch([&] { return chorus::reducescatter_async("mm.rspost", rows.tensor(), one); },
+                  [&] { return chorus::reducescatter_async("mm.rspost", rows.tensor(), three); },
+                  "Mismatched postscale factor for reducescatter 'mm\\.rspost': rank 0 has 1(\\.0*)?, "
+                  "rank 1 has 3(\\.0*)?",
+                  true);
+}
+
 TEST_F(Mismatch, Operation) {
   // Which op the "for <op>" part names when the ops differ is not fixed.
   expect_mismatch([&] { return chorus::allreduce_async("mm.operation", a_.tensor()); },
@@ -315,6 +336,29 @@ TEST_F(InvalidArgument, BoolReductions) {
   Buffer bool_rows(DataType::kBool, {2 * size(), 2});
   EXPECT_INVALID([&] { return chorus::alltoall_async("bad.boola2a", bool_rows.tensor()); }, "bool");
   expect_usable("bad.bool.after");
+}
+
+TEST_F(InvalidArgument, FactorsThatAreNotFinite) {
+  Buffer ints(DataType::kInt16, {4, 2});
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& [pre, post] : {std::pair<double, double>{nan, 1.0}, {1.0, inf}, {-inf, 2.0}}) {
+    const bool first = !std::isfinite(pre);
+    const std::string which = first ? "prescale" : "postscale";
+    AllreduceOptions options;
+    options.prescale_factor = pre;
+    options.postscale_factor = post;
+    EXPECT_INVALID([&] { return chorus::allreduce_async("bad.factor", f_.tensor(), options); },
+                   "'bad\\.factor': " + which + " factor is -?(inf|nan); it must be finite");
+    EXPECT_INVALID([&] { return chorus::allreduce_async("bad.ifactor", ints.tensor(), options); },
+                   which + " factor is -?(inf|nan); it must be finite");
+    chorus::ReducescatterOptions rs;
+    rs.prescale_factor = pre;
+    rs.postscale_factor = post;
+    EXPECT_INVALID([&] { return chorus::reducescatter_async("bad.rsfactor", ints.tensor(), rs); },
+                   "'bad\\.rsfactor': " + which + " factor is -?(inf|nan); it must be finite");
+  }
+  expect_usable("bad.factor.after");
 }
 
 TEST_F(InvalidArgument, UnknownReduceOp) {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,8 +33,9 @@ using chorus::ReduceOp;
 using chorus::Status;
 using chorus::StatusCode;
 
-const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,   DataType::kInt64,
-                            DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,    DataType::kUInt16,
+                            DataType::kInt32,   DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
+                            DataType::kFloat32, DataType::kFloat64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
 int world_rank() {
@@ -137,7 +139,7 @@ TEST_F(HierarchicalAllreduceTest, CacheLineSharesAndEmptyShares) {
 TEST_F(HierarchicalAllreduceTest, ManyConsecutiveCallsStayInStepAcrossHosts) {
   for (int call = 0; call < 80; ++call) {
     Instance& instance = instances_[static_cast<size_t>(call) % instances_.size()];
-    check(instance, kDtypes[call % 8], kOps[call % 4], (call * 37) % 300, call % 3 == 0,
+    check(instance, kDtypes[call % std::size(kDtypes)], kOps[call % 4], (call * 37) % 300, call % 3 == 0,
           1000 + static_cast<uint64_t>(call));
   }
 }

@@ -56,7 +56,9 @@ T get(const void* src) {
 
 // One element for dtype from 64 random bits. Ranges keep int32/int64 sums and
 // products of up to 4 ranks from overflowing (MPI's signed arithmetic would
-// be undefined); 8-bit types wrap, which both sides compute modulo 256.
+// be undefined); 8- and 16-bit types wrap (over their whole range, where Open
+// MPI's own vector sums would saturate), which both sides compute modulo
+// 2^8 or 2^16.
 // Product inputs have magnitude in [0.5, 2) so floats neither vanish nor blow up.
 void write_element(DataType dtype, ReduceOp op, uint64_t bits, void* dst) {
   const double unit = static_cast<double>(bits >> 11) * 0x1p-53;  // [0, 1)
@@ -65,6 +67,8 @@ void write_element(DataType dtype, ReduceOp op, uint64_t bits, void* dst) {
   switch (dtype) {
     case DataType::kUInt8: put(dst, static_cast<uint8_t>(bits >> 3)); break;
     case DataType::kInt8: put(dst, static_cast<int8_t>(bits >> 3)); break;
+    case DataType::kInt16: put(dst, static_cast<int16_t>(bits >> 3)); break;
+    case DataType::kUInt16: put(dst, static_cast<uint16_t>(bits >> 3)); break;
     case DataType::kInt32: put(dst, static_cast<int32_t>((bits >> 3) % 201) - 100); break;
     case DataType::kInt64: put(dst, static_cast<int64_t>((bits >> 3) % 20001) - 10000); break;
     case DataType::kFloat16: put(dst, float_to_float16(static_cast<float>(real))); break;
@@ -90,6 +94,8 @@ int64_t to_width(DataType dtype, uint64_t value) {
   switch (dtype) {
     case DataType::kUInt8: return static_cast<uint8_t>(value);
     case DataType::kInt8: return static_cast<int8_t>(value);
+    case DataType::kInt16: return static_cast<int16_t>(value);
+    case DataType::kUInt16: return static_cast<uint16_t>(value);
     case DataType::kInt32: return static_cast<int32_t>(value);
     default: return static_cast<int64_t>(value);
   }

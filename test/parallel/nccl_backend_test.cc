@@ -99,6 +99,7 @@ TEST_F(NcclBackendTest, AllreducesEveryDtypeWithEveryOp) {
   const double average = 1.0 / size();
   int index = 0;
   for (DataType dtype : numeric_dtypes()) {
+    if (!backend().check_reduction(dtype).ok()) continue;  // int16, uint16: RefusesWhatNcclCannotDo
     for (ReduceOp op : all_reduce_ops()) {
       if (op == ReduceOp::kAverage) continue;  // the executor's: a sum and a factor
       std::vector<double> factors = {1.0};
@@ -271,6 +272,12 @@ TEST_F(NcclBackendTest, RefusesWhatNcclCannotDo) {
   const Status boolean = failure(backend().allreduce(memory.get(), memory.get(), 8, DataType::kBool, ReduceOp::kSum, 1.0));
   EXPECT_EQ(boolean.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(boolean.message(), HasSubstr("dtype 'bool' cannot be reduced by the NCCL backend"));
+  for (DataType dtype : {DataType::kInt16, DataType::kUInt16}) {
+    const std::string refused = std::string("the NCCL backend cannot reduce ") + chorus::dtype_name(dtype) + " tensors";
+    EXPECT_THAT(backend().check_reduction(dtype).message(), HasSubstr(refused));
+    const Status reduced = failure(backend().allreduce(memory.get(), memory.get(), 8, dtype, ReduceOp::kMax, 1.0));
+    EXPECT_THAT(reduced.message(), HasSubstr("allreduce: " + refused));
+  }
   const Status bogus = failure(backend().allgatherv(memory.get(), memory.get(), std::vector<int64_t>(size(), 1),
                                                     static_cast<DataType>(42)));
   EXPECT_THAT(bogus.message(), HasSubstr("allgatherv: invalid dtype 42"));

@@ -95,7 +95,9 @@ void expect_allreduces(GpuRuntime& rt, const std::string& prefix) {
                         {DataType::kInt64, ReduceOp::kSum, 1, 1},       {DataType::kFloat16, ReduceOp::kAverage, 1, 1},
                         {DataType::kBFloat16, ReduceOp::kSum, 1, 1},    {DataType::kFloat32, ReduceOp::kSum, 0.5, 3},
                         {DataType::kFloat64, ReduceOp::kAverage, 2, 0.25}, {DataType::kUInt8, ReduceOp::kMin, 1, 1},
-                        {DataType::kInt8, ReduceOp::kProduct, 1, 1}};
+                        {DataType::kInt8, ReduceOp::kProduct, 1, 1},
+                        // Integers scaled as Horovod does (the CUDA kernel of integer_scale.h).
+                        {DataType::kInt32, ReduceOp::kSum, 0.5, 3},     {DataType::kInt64, ReduceOp::kAverage, 3, 0.7}};
   struct Pending {
     std::string name;
     chorus::Tensor tensor;
@@ -172,6 +174,43 @@ TEST_F(NcclRuntimeTest, GatherBroadcastScatterExchangeAndBarrier) {
   EXPECT_TRUE(same_bytes(GpuRuntime::download(a2a.output()).tensor(), expected.output));
   EXPECT_EQ(a2a.received_splits(), expected.received_splits);
   EXPECT_NO_THROW(chorus::barrier());
+}
+
+// NCCL has no 16-bit integer type: reductions of int16/uint16 are refused at
+// submission on every rank (nothing is left in flight), while the
+// collectives that move data move them; reducescatter's factors apply on
+// the GPU too.
+TEST_F(NcclRuntimeTest, SixteenBitIntegersMoveButAreNotReducedAndReducescatterScales) {
+  GpuRuntime rt;
+  ASSERT_TRUE(is_ok(rt.started()));
+  const int rank = world_rank(), size = world_size();
+  for (DataType dtype : {DataType::kInt16, DataType::kUInt16}) {
+    const std::string name = std::string("int16.") + chorus::dtype_name(dtype);
+    const auto rows = make_inputs(dtype, {2 * size, 3}, size, 20, kSeed);
+    chorus::Tensor t = rt.upload(rows[rank]);
+    const std::string refused = "'" + name + ".r': the NCCL backend cannot reduce " + chorus::dtype_name(dtype) +
+                                " tensors (NCCL has no 16-bit integer type";
+    EXPECT_THAT(thrown_by([&] { (void)chorus::allreduce_async(name + ".r", t); }).message(),
+                ::testing::HasSubstr(refused));
+    EXPECT_THAT(thrown_by([&] { (void)chorus::reducescatter_async(name + ".r", t); }).message(),
+                ::testing::HasSubstr(refused));
+    Handle ag = chorus::allgather(name + ".gather", t);
+    EXPECT_TRUE(same_bytes(GpuRuntime::download(ag.output()).tensor(), reference_allgather(rows)));
+    chorus::Tensor b = rt.upload(rows[rank]);
+    chorus::broadcast(name + ".bcast", b, size - 1);
+    EXPECT_TRUE(same_bytes(GpuRuntime::download(b).tensor(), rows[size - 1]));
+  }
+  for (DataType dtype : {DataType::kFloat32, DataType::kInt32}) {
+    const auto scattered = make_inputs(dtype, {2 * size + 1, 4}, size, 21, kSeed);
+    chorus::ReducescatterOptions options;
+    options.op = ReduceOp::kAverage;
+    options.prescale_factor = 0.5;
+    options.postscale_factor = 3.0;
+    Handle rs = chorus::reducescatter(std::string("scaled.rs.") + chorus::dtype_name(dtype),
+                                      rt.upload(scattered[rank]), options);
+    EXPECT_TRUE(matches(GpuRuntime::download(rs.output()).tensor(),
+                        reference_reducescatter(scattered, options.op, rank, 0.5, 3.0)));
+  }
 }
 
 // The input is written on a producer stream that is held back ~50 ms; the

@@ -1,6 +1,6 @@
 // Process sets, the error cases: a rank outside a set that submits to it,
-// bad rank lists (locally), ranks that pass different lists (in the
-// negotiation, naming both), a set removed with work in flight, use of a
+// bad rank lists (every rank fails, naming the rank that rejected its list),
+// ranks that pass different lists (in the negotiation, naming both), a set removed with work in flight, use of a
 // removed set, removing the global set, GPU tensors on a set, a broadcast
 // root outside the set. After each error the runtime goes on working.
 #include <algorithm>
@@ -59,7 +59,7 @@ TEST_F(ProcessSetErrors, ARankOutsideTheSetCannotSubmitToIt) {
   chorus::remove_process_set(set);
 }
 
-TEST_F(ProcessSetErrors, BadRankListsFailLocally) {
+TEST_F(ProcessSetErrors, BadRankListsAreRefused) {
   const auto error_of = [](const std::vector<int>& ranks) {
     return thrown_by([&] { chorus::add_process_set(ranks); });
   };
@@ -68,7 +68,7 @@ TEST_F(ProcessSetErrors, BadRankListsFailLocally) {
   EXPECT_THAT(error_of({0, size()}).message(),
               HasSubstr("rank " + std::to_string(size()) + " in [0, " + std::to_string(size()) + "]"));
   EXPECT_THAT(error_of({-1}).message(), HasSubstr("expected ranks in [0, " + std::to_string(size()) + ")"));
-  // Nothing was negotiated: sets still work and ids still agree.
+  // The refused adds took no id: sets still work and ids still agree.
   const ProcessSet set = chorus::add_process_set({1, 0});
   EXPECT_EQ(chorus::process_set_ranks(set), (std::vector<int>{0, 1}));
   EXPECT_EQ(exchange(set.id), std::vector<int>(size(), set.id));
@@ -87,6 +87,41 @@ TEST_F(ProcessSetErrors, DisagreeingListsNameBothRanks) {
   EXPECT_EQ(exchange(set.id), std::vector<int>(size(), set.id));
   expect_sum_works(set, {0, 1}, "after.disagreement");
   chorus::remove_process_set(set);
+}
+
+// Rank 0 passes a list it rejects itself while every other rank passes a
+// valid one: every rank fails that add, naming rank 0 and why, and the next
+// add (another list) meets the next add on every rank, not the failed one.
+TEST_F(ProcessSetErrors, AListOneRankRejectsFailsTheAddOnEveryRank) {
+  const std::vector<int> mine = rank() == 0 ? std::vector<int>{0, 0} : std::vector<int>{size() - 1};
+  const chorus::Status status = thrown_by([&] { chorus::add_process_set(mine); });
+  EXPECT_EQ(status.code(), chorus::StatusCode::kInvalidArgument) << status.to_string();
+  EXPECT_THAT(status.message(), HasSubstr("'chorus.process_set.add."));
+  EXPECT_THAT(status.message(),
+              HasSubstr("rejected on rank 0: add_process_set got rank 0 twice in [0, 0]; expected each rank at most once"));
+  const ProcessSet set = chorus::add_process_set({0, 1});
+  EXPECT_EQ(chorus::process_set_ranks(set), (std::vector<int>{0, 1}));
+  EXPECT_EQ(exchange(set.id), std::vector<int>(size(), set.id));
+  expect_sum_works(set, {0, 1}, "after.one.rank.rejected");
+  chorus::remove_process_set(set);
+}
+
+// The same for remove_process_set: rank 0 names the global set, the others
+// a set that exists; no set goes, and the next removal meets the next one.
+TEST_F(ProcessSetErrors, ARemovalOneRankRejectsFailsOnEveryRank) {
+  const ProcessSet pair = chorus::add_process_set({0, 1});
+  const ProcessSet solo = chorus::add_process_set({0});
+  const chorus::Status status =
+      thrown_by([&] { chorus::remove_process_set(rank() == 0 ? ProcessSet::global() : pair); });
+  EXPECT_EQ(status.code(), chorus::StatusCode::kInvalidArgument) << status.to_string();
+  EXPECT_THAT(status.message(),
+              HasSubstr("rejected on rank 0: remove_process_set: the global set (id 0) cannot be removed"));
+  EXPECT_EQ(chorus::process_sets().size(), 3u);
+  chorus::remove_process_set(solo);
+  EXPECT_EQ(exchange(static_cast<int>(chorus::process_sets().size())), std::vector<int>(size(), 2));
+  EXPECT_THAT(thrown_by([&] { chorus::process_set_ranks(solo); }).message(), HasSubstr("does not exist"));
+  expect_sum_works(pair, {0, 1}, "after.removal.rejected");
+  chorus::remove_process_set(pair);
 }
 
 TEST_F(ProcessSetErrors, RemovingWithWorkInFlightFailsItOnEveryRank) {

@@ -32,8 +32,9 @@ namespace {
 
 using Bytes = std::vector<unsigned char>;
 
-const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,   DataType::kInt64,
-                            DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,    DataType::kUInt16,
+                            DataType::kInt32,   DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
+                            DataType::kFloat32, DataType::kFloat64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
 uint64_t mix(uint64_t x) {  // splitmix64
@@ -65,6 +66,8 @@ void write_element(DataType dtype, ReduceOp op, int rank, uint64_t seed, int64_t
   switch (dtype) {
     case DataType::kUInt8: put(dst, static_cast<uint8_t>(bits >> 7)); break;
     case DataType::kInt8: put(dst, static_cast<int8_t>(bits >> 7)); break;
+    case DataType::kInt16: put(dst, static_cast<int16_t>(bits >> 7)); break;
+    case DataType::kUInt16: put(dst, static_cast<uint16_t>(bits >> 7)); break;
     case DataType::kInt32: put(dst, static_cast<int32_t>(bits >> 7)); break;
     case DataType::kInt64: put(dst, static_cast<int64_t>(bits >> 3)); break;
     case DataType::kFloat16: put(dst, float_to_float16(static_cast<float>(real))); break;
@@ -92,10 +95,11 @@ T fold_step(T acc, T v, ReduceOp op) {
   }
 }
 
-// Integers: wrapping arithmetic on the unsigned type of the same width.
+// Integers: wrapping arithmetic on an unsigned type (unsigned int for the
+// narrow ones, which would otherwise be promoted to int and overflow).
 template <typename T>
 void fold_integer(unsigned char* acc, const unsigned char* v, ReduceOp op) {
-  using U = std::make_unsigned_t<T>;
+  using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
   const T a = get<T>(acc);
   const T b = get<T>(v);
   T r;
@@ -120,6 +124,8 @@ Bytes reference(DataType dtype, ReduceOp op, int ranks, uint64_t seed, int64_t c
       switch (dtype) {
         case DataType::kUInt8: if (r) fold_integer<uint8_t>(acc, v, op); break;
         case DataType::kInt8: if (r) fold_integer<int8_t>(acc, v, op); break;
+        case DataType::kInt16: if (r) fold_integer<int16_t>(acc, v, op); break;
+        case DataType::kUInt16: if (r) fold_integer<uint16_t>(acc, v, op); break;
         case DataType::kInt32: if (r) fold_integer<int32_t>(acc, v, op); break;
         case DataType::kInt64: if (r) fold_integer<int64_t>(acc, v, op); break;
         case DataType::kFloat32: if (r) put(acc, fold_step(get<float>(acc), get<float>(v), op)); break;
@@ -242,7 +248,7 @@ TEST_F(ShmAllreduceTest, LargeMessagesStreamThroughTheDefaultChunks) {
 
 TEST_F(ShmAllreduceTest, ManyConsecutiveCallsStayInStep) {
   for (int call = 0; call < 150; ++call) {
-    const DataType dtype = kDtypes[call % 8];
+    const DataType dtype = kDtypes[call % (sizeof(kDtypes) / sizeof(kDtypes[0]))];
     const ReduceOp op = kOps[call % 4];
     check(call % 2, dtype, op, (call * 37) % 300, call % 3 == 0, 1000 + static_cast<uint64_t>(call));
   }

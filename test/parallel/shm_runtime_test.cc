@@ -40,7 +40,7 @@ struct Pending {
 }
 
 // Every dtype and op, sizes that split unevenly, floating-point tensors
-// with a postscale too; `fusion_threshold` "0" runs each tensor alone,
+// with a postscale too, integer ones with both factors; `fusion_threshold` "0" runs each tensor alone,
 // where the shared-memory path scales each rank's share as it reduces it
 // (fused tensors are scaled as they leave the fusion buffer).
 void check_every_dtype_and_op(const char* fusion_threshold) {
@@ -65,6 +65,12 @@ void check_every_dtype_and_op(const char* fusion_threshold) {
           if (chorus::is_floating_point(dtype) && round == 1) {
             options.postscale_factor = 0.5;  // exact in every floating-point dtype
             for (double& value : p.expected) value *= 0.5;
+          } else if (round == 1) {
+            // Integers, scaled as Horovod does (the executor's, not the
+            // shared-memory path's, since the backend sees no factor).
+            options.prescale_factor = 3.0;
+            options.postscale_factor = 0.5;
+            p.expected = reference_reduce(inputs, op, 3.0, 0.5);
           }
           p.handle = submit([&] { return chorus::allreduce_async(p.name, p.data.tensor(), options); });
         }

@@ -2,13 +2,14 @@
 # is started by the slurm_cluster_start fixture (scripts/slurm_cluster.sh)
 # and found through SLURM_CONF, which CTest sets for every Slurm test.
 
-# slurm_test_begin NAME: checks that the cluster can be used, or explains why not.
+# shellcheck source=../support/prerequisites.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/prerequisites.sh"
+
+# slurm_test_begin NAME: checks that the cluster can be used, or explains why
+# not: a skip without root, a failure otherwise (test/support/prerequisites.sh).
 slurm_test_begin() {
   test_name=$1
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "$test_name: SKIPPED: not running as root (uid $(id -u)); the local Slurm cluster needs root"
-    exit 77
-  fi
+  chorus_require_root "$test_name" "the local Slurm cluster (slurmd)"
   [[ -n ${SLURM_CONF:-} ]] || fail "SLURM_CONF is not set: run this test through ctest (the slurm_cluster fixture sets it)"
   [[ -r $SLURM_CONF ]] ||
     fail "SLURM_CONF=$SLURM_CONF does not exist: the slurm_cluster_start fixture did not start the cluster (see its output)"

@@ -86,7 +86,9 @@ void store(unsigned char* p, T v) {
 template <typename T>
 T apply(T a, T b, chorus::ReduceOp op) {
   if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;  // sums and products wrap
+    // Sums and products wrap: in an unsigned type, unsigned int for narrow
+    // ones (their own would be promoted to int, where they could overflow).
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
     if (op == chorus::ReduceOp::kSum) return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
     if (op == chorus::ReduceOp::kProduct) {
       return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
@@ -156,6 +158,8 @@ inline Bytes fold(chorus::DataType dtype, chorus::ReduceOp op, const std::vector
   switch (dtype) {
     case chorus::DataType::kUInt8: fold_elements<uint8_t>(op, inputs, order, count, o); break;
     case chorus::DataType::kInt8: fold_elements<int8_t>(op, inputs, order, count, o); break;
+    case chorus::DataType::kInt16: fold_elements<int16_t>(op, inputs, order, count, o); break;
+    case chorus::DataType::kUInt16: fold_elements<uint16_t>(op, inputs, order, count, o); break;
     case chorus::DataType::kInt32: fold_elements<int32_t>(op, inputs, order, count, o); break;
     case chorus::DataType::kInt64: fold_elements<int64_t>(op, inputs, order, count, o); break;
     case chorus::DataType::kFloat32: fold_elements<float>(op, inputs, order, count, o); break;
@@ -187,6 +191,8 @@ inline Bytes order_sensitive_input(chorus::DataType dtype, chorus::ReduceOp op, 
     switch (dtype) {
       case chorus::DataType::kUInt8: store(dst, static_cast<uint8_t>(bits >> 7)); break;
       case chorus::DataType::kInt8: store(dst, static_cast<int8_t>(bits >> 7)); break;
+      case chorus::DataType::kInt16: store(dst, static_cast<int16_t>(bits >> 7)); break;
+      case chorus::DataType::kUInt16: store(dst, static_cast<uint16_t>(bits >> 7)); break;
       case chorus::DataType::kInt32: store(dst, static_cast<int32_t>(bits >> 7)); break;
       case chorus::DataType::kInt64: store(dst, static_cast<int64_t>(bits >> 3)); break;
       case chorus::DataType::kFloat16: store(dst, chorus::float_to_float16(static_cast<float>(real))); break;

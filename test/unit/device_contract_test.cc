@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -245,6 +247,50 @@ TEST_P(DeviceContract, BatchedCopiesOfAnySizeAndAlignmentMatchCopyingInOrder) {
   }
   ASSERT_TRUE(device_->copy(copies).ok());
   EXPECT_EQ(first_difference(download<uint8_t>(dst, kArena), expected), -1);
+}
+
+TEST_P(DeviceContract, ScalesIntegersAsHorovodBitForBitAsTheHostKernels) {
+  // Every 16-bit pattern (as int16 and uint16, and as pairs of 8-bit
+  // values), and 32- and 64-bit values at and near their bounds, by factors
+  // that truncate, round in double, flip the sign and saturate.
+  std::vector<uint16_t> sixteen(1 << 16);
+  for (uint32_t h = 0; h < sixteen.size(); ++h) sixteen[h] = static_cast<uint16_t>(h);
+  const std::vector<int32_t> wide32{0, 1, -1, 7, -7, 100, INT32_MAX, INT32_MIN, INT32_MAX - 1, 1 << 30};
+  const std::vector<int64_t> wide64{0, 1, -1, 7, INT64_MAX, INT64_MIN, (int64_t{1} << 53) + 1, -(int64_t{1} << 62)};
+  const auto check = [&](const void* values, DataType dtype, size_t count, double factor) {
+    const size_t bytes = count * dtype_size(dtype);
+    std::vector<uint8_t> input(bytes), expected(bytes);
+    std::memcpy(input.data(), values, bytes);
+    ASSERT_TRUE(chorus::scale(input.data(), expected.data(), static_cast<int64_t>(count), dtype, factor).ok());
+    void* in = upload(input);
+    void* out = allocate(bytes);
+    ASSERT_TRUE(device_->scale(in, out, static_cast<int64_t>(count), dtype, factor).ok());
+    const int64_t at = first_difference(download<uint8_t>(out, bytes), expected);
+    EXPECT_EQ(at, -1) << dtype_name(dtype) << " x " << factor << ", element "
+                      << (at < 0 ? -1 : at / static_cast<int64_t>(dtype_size(dtype)));
+    ASSERT_TRUE(device_->scale(in, in, static_cast<int64_t>(count), dtype, factor).ok());  // in place
+    EXPECT_EQ(first_difference(download<uint8_t>(in, bytes), expected), -1) << dtype_name(dtype) << " in place";
+  };
+  for (double factor : {0.5, 1.0 / 3, 0.29, -2.5, 1e5, -1e30}) {
+    check(sixteen.data(), DataType::kInt16, sixteen.size(), factor);
+    check(sixteen.data(), DataType::kUInt16, sixteen.size(), factor);
+    check(sixteen.data(), DataType::kInt8, 2 * sixteen.size(), factor);
+    check(sixteen.data(), DataType::kUInt8, 2 * sixteen.size(), factor);
+    check(wide32.data(), DataType::kInt32, wide32.size(), factor);
+    check(wide64.data(), DataType::kInt64, wide64.size(), factor);
+  }
+  void* flags = upload(std::vector<uint8_t>{1, 0});
+  EXPECT_EQ(device_->scale(flags, flags, 2, DataType::kBool, 2.0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(device_->scale(flags, flags, 2, DataType::kInt16, std::nan("")).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(DeviceContract, Divides16BitIntegersTruncating) {
+  void* signed16 = upload(std::vector<int16_t>{7, -7, 32767, -32768});
+  ASSERT_TRUE(device_->divide(signed16, 4, DataType::kInt16, 3).ok());
+  EXPECT_EQ(download<int16_t>(signed16, 4), (std::vector<int16_t>{2, -2, 10922, -10922}));
+  void* unsigned16 = upload(std::vector<uint16_t>{7, 65535});
+  ASSERT_TRUE(device_->divide(unsigned16, 2, DataType::kUInt16, 4).ok());
+  EXPECT_EQ(download<uint16_t>(unsigned16, 2), (std::vector<uint16_t>{1, 16383}));
 }
 
 TEST_P(DeviceContract, Converts16BitFloatsBitForBitAsTheHostKernels) {

@@ -163,9 +163,10 @@ TEST(BFloat16Test, RoundsToNearestEven) {
 
 // ---------------------------------------------------------------- reduce_into
 
-const DataType kReducible[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kInt32,
-                               DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
-                               DataType::kFloat32, DataType::kFloat64};
+const DataType kReducible[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kInt16,
+                               DataType::kUInt16,  DataType::kInt32,    DataType::kInt64,
+                               DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                               DataType::kFloat64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
 float half_to_float(DataType dtype, uint16_t v) {
@@ -174,35 +175,37 @@ float half_to_float(DataType dtype, uint16_t v) {
 uint16_t float_to_half(DataType dtype, float v) {
   return dtype == DataType::kFloat16 ? float_to_float16(v) : float_to_bfloat16(v);
 }
+// uint16_t elements hold float16/bfloat16 bits, or uint16 integers.
+bool is_half(DataType dtype) { return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16; }
 
 // The plain loop's element operation. Integers wrap: computed in uint64 and
 // truncated (two's complement), a different route from the kernel's.
 template <typename T>
 T reference_op(DataType dtype, ReduceOp op, T a, T b) {
-  if constexpr (std::is_same_v<T, uint16_t>) {  // float16 / bfloat16 bits
-    return float_to_half(dtype, reference_op(DataType::kFloat32, op, half_to_float(dtype, a),
-                                             half_to_float(dtype, b)));
-  } else {
-    switch (op) {
-      case ReduceOp::kMin: return std::min(a, b);
-      case ReduceOp::kMax: return std::max(a, b);
-      case ReduceOp::kSum:
-        if constexpr (std::is_integral_v<T>) {
-          return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-        } else {
-          return a + b;
-        }
-      case ReduceOp::kProduct:
-        if constexpr (std::is_integral_v<T>) {
-          return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-        } else {
-          return a * b;
-        }
-      case ReduceOp::kAverage:
-      case ReduceOp::kAdasum: break;  // not element-wise
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    if (is_half(dtype)) {  // float16 / bfloat16 bits
+      return float_to_half(dtype, reference_op(DataType::kFloat32, op, half_to_float(dtype, a), half_to_float(dtype, b)));
     }
-    return T{};
   }
+  switch (op) {
+    case ReduceOp::kMin: return std::min(a, b);
+    case ReduceOp::kMax: return std::max(a, b);
+    case ReduceOp::kSum:
+      if constexpr (std::is_integral_v<T>) {
+        return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+      } else {
+        return a + b;
+      }
+    case ReduceOp::kProduct:
+      if constexpr (std::is_integral_v<T>) {
+        return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+      } else {
+        return a * b;
+      }
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;  // not element-wise
+  }
+  return T{};
 }
 
 template <typename T>
@@ -210,8 +213,8 @@ std::vector<T> random_values(DataType dtype, int64_t count, std::mt19937_64& rng
   std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
   std::vector<T> out(static_cast<size_t>(count));
   for (auto& v : out) {
-    if constexpr (std::is_same_v<T, uint16_t>) {
-      v = float_to_half(dtype, uniform(rng));
+    if (is_half(dtype)) {
+      v = static_cast<T>(float_to_half(dtype, uniform(rng)));
     } else if constexpr (std::is_integral_v<T>) {
       v = static_cast<T>(rng());  // full range, so sums and products wrap
     } else {
@@ -243,6 +246,8 @@ TEST(ReduceIntoTest, EveryDtypeAndOpMatchesPlainLoop) {
         switch (dtype) {
           case DataType::kUInt8: check_reduce<uint8_t>(dtype, op, count, rng); break;
           case DataType::kInt8: check_reduce<int8_t>(dtype, op, count, rng); break;
+          case DataType::kInt16: check_reduce<int16_t>(dtype, op, count, rng); break;
+          case DataType::kUInt16: check_reduce<uint16_t>(dtype, op, count, rng); break;
           case DataType::kInt32: check_reduce<int32_t>(dtype, op, count, rng); break;
           case DataType::kInt64: check_reduce<int64_t>(dtype, op, count, rng); break;
           case DataType::kFloat16:
@@ -319,23 +324,96 @@ TEST(ScaleTest, FloatingDtypesMultiply) {
   }
 }
 
-TEST(ScaleTest, IntegersOnlyCopyWithFactorOne) {
-  const int32_t in[3] = {5, -6, 7};
-  int32_t out[3] = {0, 0, 0};
-  ASSERT_TRUE(scale(in, out, 3, DataType::kInt32, 1.0).ok());
-  EXPECT_EQ(std::vector<int32_t>(out, out + 3), std::vector<int32_t>(in, in + 3));
-  ASSERT_TRUE(scale(out, out, 3, DataType::kInt32, 1.0).ok());
-  EXPECT_EQ(out[1], -6);
+TEST(ScaleTest, IntegersCopyWithFactorOneAndBoolOnlyThen) {
+  const int64_t in[3] = {(int64_t{1} << 53) + 1, -6, 7};  // beyond double's 53 bits: unchanged
+  int64_t out[3] = {0, 0, 0};
+  ASSERT_TRUE(scale(in, out, 3, DataType::kInt64, 1.0).ok());
+  EXPECT_EQ(std::vector<int64_t>(out, out + 3), std::vector<int64_t>(in, in + 3));
+  ASSERT_TRUE(scale(out, out, 3, DataType::kInt64, 1.0).ok());
+  EXPECT_EQ(out[0], (int64_t{1} << 53) + 1);
   const bool flags[2] = {true, false};
   bool copy[2] = {false, true};
   ASSERT_TRUE(scale(flags, copy, 2, DataType::kBool, 1.0).ok());
   EXPECT_TRUE(copy[0]);
   EXPECT_FALSE(copy[1]);
-  const Status s = scale(in, out, 3, DataType::kInt32, 0.5);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("int32"), std::string::npos) << s.message();
-  EXPECT_EQ(scale(flags, copy, 2, DataType::kBool, 2.0).code(), StatusCode::kInvalidArgument);
+  const Status boolean = scale(flags, copy, 2, DataType::kBool, 2.0);
+  EXPECT_EQ(boolean.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(boolean.message().find("bool"), std::string::npos) << boolean.message();
   EXPECT_EQ(scale(in, out, -1, DataType::kFloat32, 1.0).code(), StatusCode::kInvalidArgument);
+}
+
+// Horovod's rule, computed another way: the exact product's double rounding
+// is what `double * double` gives, then truncation (std::trunc) and the
+// dtype's bounds from numeric_limits.
+template <typename T>
+T horovod_scaled(T value, double factor) {
+  const double scaled = std::trunc(static_cast<double>(value) * factor);
+  if (scaled >= std::ldexp(1.0, std::numeric_limits<T>::digits)) return std::numeric_limits<T>::max();
+  if (scaled <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  return static_cast<T>(scaled);
+}
+
+template <typename T>
+void check_integer_scale(DataType dtype) {
+  std::mt19937_64 rng(static_cast<uint64_t>(dtype) + 99);
+  for (double factor : {0.5, -0.37, 3.0, 1e-3, 2.5, -1.0, 1.0 / 3.0, 1e30}) {
+    for (int64_t count : {1, 65, 1000}) {
+      for (bool in_place : {false, true}) {
+        const std::vector<T> in = random_values<T>(dtype, count, rng);
+        std::vector<T> expected(in.size());
+        for (size_t i = 0; i < in.size(); ++i) expected[i] = horovod_scaled(in[i], factor);
+        std::vector<T> out = in_place ? in : std::vector<T>(in.size());
+        const void* src = in_place ? static_cast<const void*>(out.data()) : in.data();
+        ASSERT_TRUE(scale(src, out.data(), count, dtype, factor).ok());
+        EXPECT_EQ(out, expected) << dtype_name(dtype) << " factor " << factor << " count " << count;
+      }
+    }
+  }
+}
+
+TEST(ScaleTest, IntegersScaleThroughDoubleTruncatedAndSaturated) {
+  check_integer_scale<uint8_t>(DataType::kUInt8);
+  check_integer_scale<int8_t>(DataType::kInt8);
+  check_integer_scale<int16_t>(DataType::kInt16);
+  check_integer_scale<uint16_t>(DataType::kUInt16);
+  check_integer_scale<int32_t>(DataType::kInt32);
+  check_integer_scale<int64_t>(DataType::kInt64);
+}
+
+TEST(ScaleTest, IntegerScalingCasesSpelledOut) {
+  // Truncation toward zero, not floor; the double product's own rounding
+  // (3 * 0.1 is 0.30000000000000004, 100 * 0.29 is 28.999999999999996).
+  int16_t i16[4] = {-7, 7, 3, 10};
+  ASSERT_TRUE(scale(i16, i16, 4, DataType::kInt16, 0.5).ok());
+  EXPECT_EQ(std::vector<int16_t>(i16, i16 + 4), (std::vector<int16_t>{-3, 3, 1, 5}));
+  int16_t big[2] = {30000, -30000};
+  ASSERT_TRUE(scale(big, big, 2, DataType::kInt16, 2.0).ok());  // saturates
+  EXPECT_EQ(big[0], 32767);
+  EXPECT_EQ(big[1], -32768);
+  uint16_t u16[3] = {5, 40000, 65535};
+  uint16_t u16_out[3];
+  ASSERT_TRUE(scale(u16, u16_out, 3, DataType::kUInt16, -1.0).ok());  // negative: 0
+  EXPECT_EQ(std::vector<uint16_t>(u16_out, u16_out + 3), (std::vector<uint16_t>{0, 0, 0}));
+  ASSERT_TRUE(scale(u16, u16_out, 3, DataType::kUInt16, 1.5).ok());
+  EXPECT_EQ(std::vector<uint16_t>(u16_out, u16_out + 3), (std::vector<uint16_t>{7, 60000, 65535}));
+  int32_t i32[3] = {3, 10, INT32_MAX};
+  int32_t i32_out[3];
+  ASSERT_TRUE(scale(i32, i32_out, 3, DataType::kInt32, 0.1).ok());
+  EXPECT_EQ(std::vector<int32_t>(i32_out, i32_out + 3), (std::vector<int32_t>{0, 1, 214748364}));
+  const int32_t hundred = 100;
+  int32_t scaled_hundred = 0;
+  ASSERT_TRUE(scale(&hundred, &scaled_hundred, 1, DataType::kInt32, 0.29).ok());
+  EXPECT_EQ(scaled_hundred, 28);
+  // 2^53 + 1 becomes 2^53 in double before it is doubled.
+  int64_t i64[2] = {(int64_t{1} << 53) + 1, INT64_MAX};
+  ASSERT_TRUE(scale(i64, i64, 2, DataType::kInt64, 2.0).ok());
+  EXPECT_EQ(i64[0], int64_t{1} << 54);
+  EXPECT_EQ(i64[1], INT64_MAX);
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    const Status s = scale(i16, i16, 2, DataType::kInt16, bad);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("finite"), std::string::npos) << s.message();
+  }
 }
 
 TEST(DivideTest, IntegersTruncateTowardZero) {

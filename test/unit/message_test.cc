@@ -22,6 +22,10 @@ Request full_request() {
   q.root = 2;
   q.group = "bucket-4";
   q.group_size = 9;
+  q.process_set = 3;
+  q.set_ranks = {0, 2};
+  q.set_id = 4;
+  q.error = "rank 2 rejected it";
   return q;
 }
 
@@ -41,6 +45,11 @@ Response full_response() {
   p.last_joined_rank = 2;
   p.shutdown_rank = 1;
   p.group = "g";
+  p.process_set = 2;
+  p.set_ranks = {1, 3};
+  p.set_id = 5;
+  p.error_code = StatusCode::kAborted;
+  p.failing_rank = 3;
   return p;
 }
 
@@ -57,6 +66,10 @@ void expect_equal(const Request& a, const Request& b) {
   EXPECT_EQ(a.root, b.root);
   EXPECT_EQ(a.group, b.group);
   EXPECT_EQ(a.group_size, b.group_size);
+  EXPECT_EQ(a.process_set, b.process_set);
+  EXPECT_EQ(a.set_ranks, b.set_ranks);
+  EXPECT_EQ(a.set_id, b.set_id);
+  EXPECT_EQ(a.error, b.error);
 }
 
 TEST(MessageTest, Names) {
@@ -95,6 +108,10 @@ TEST(MessageTest, SameCollectiveComparesEveryField) {
       [](Request* q) { q->root = 0; },
       [](Request* q) { q->group = ""; },
       [](Request* q) { q->group_size = 1; },
+      [](Request* q) { q->process_set = 0; },
+      [](Request* q) { q->set_ranks.clear(); },
+      [](Request* q) { q->set_id = 0; },
+      [](Request* q) { q->error.clear(); },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     Request b = a;
@@ -167,6 +184,11 @@ TEST(MessageTest, ResponsesRoundTrip) {
   EXPECT_EQ(a.last_joined_rank, b.last_joined_rank);
   EXPECT_EQ(a.shutdown_rank, b.shutdown_rank);
   EXPECT_EQ(a.group, b.group);
+  EXPECT_EQ(a.process_set, b.process_set);
+  EXPECT_EQ(a.set_ranks, b.set_ranks);
+  EXPECT_EQ(a.set_id, b.set_id);
+  EXPECT_EQ(a.error_code, b.error_code);
+  EXPECT_EQ(a.failing_rank, b.failing_rank);
   EXPECT_EQ(out[1].type, Response::Type::kJoin);
   EXPECT_EQ(out[1].last_joined_rank, 0);
 }

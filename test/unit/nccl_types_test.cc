@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "ops/nccl/nccl_communicator.h"
 #include "ops/nccl/nccl_types.h"
@@ -27,7 +28,9 @@ TEST(NcclTypesTest, MovesEveryDtypeAsItsNcclType) {
   const std::pair<DataType, ncclDataType_t> expected[] = {
       {DataType::kUInt8, ncclUint8},     {DataType::kInt8, ncclInt8},         {DataType::kInt32, ncclInt32},
       {DataType::kInt64, ncclInt64},     {DataType::kFloat16, ncclFloat16},   {DataType::kBFloat16, ncclBfloat16},
-      {DataType::kFloat32, ncclFloat32}, {DataType::kFloat64, ncclFloat64},   {DataType::kBool, ncclUint8}};
+      {DataType::kFloat32, ncclFloat32}, {DataType::kFloat64, ncclFloat64},   {DataType::kBool, ncclUint8},
+      // 2-byte carriers: NCCL moves any type's bytes unchanged.
+      {DataType::kInt16, ncclFloat16},   {DataType::kUInt16, ncclFloat16}};
   for (const auto& [dtype, type] : expected) {
     ncclDataType_t got = ncclNumTypes;
     ASSERT_TRUE(nccl_data_type("allgatherv", dtype, &got).ok()) << dtype_name(dtype);
@@ -74,6 +77,24 @@ TEST(NcclTypesTest, RefusesToReduceBoolAndToAverage) {
   EXPECT_THAT(average.message(), HasSubstr("reduce op 'average' is not supported by the NCCL backend"));
   const Status bogus = nccl_reduction("allreduce", DataType::kFloat32, static_cast<ReduceOp>(9), &type, &op);
   EXPECT_THAT(bogus.message(), HasSubstr("invalid reduce op 9"));
+}
+
+// NCCL has no 16-bit integer type, and Horovod refuses int16 in NCCL mode:
+// their reductions are refused, at submission (the API asks
+// Backend::check_reduction) and by the backend itself.
+TEST(NcclTypesTest, RefusesToReduce16BitIntegersNamingTheWayAround) {
+  for (DataType dtype : {DataType::kInt16, DataType::kUInt16}) {
+    ncclDataType_t type;
+    ncclRedOp_t op;
+    const Status reduced = nccl_reduction("allreduce", dtype, ReduceOp::kSum, &type, &op);
+    EXPECT_EQ(reduced.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(reduced.message(), HasSubstr(std::string("allreduce: the NCCL backend cannot reduce ") +
+                                             dtype_name(dtype) + " tensors (NCCL has no 16-bit integer type"));
+    const Status early = nccl_reducible(dtype);
+    EXPECT_EQ(early.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(early.message(), HasSubstr("CHORUS_GPU_BACKEND=staged reduces them through host memory"));
+  }
+  for (DataType dtype : kNumeric) EXPECT_TRUE(nccl_reducible(dtype).ok()) << dtype_name(dtype);
 }
 
 TEST(NcclTypesTest, ScalesOnlyFloatingResultsByFiniteFactors) {

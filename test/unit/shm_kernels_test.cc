@@ -104,6 +104,8 @@ TEST(ShmKernels, OneRankPassFoldEqualsPairwiseFoldInRankOrder) {
         expect_same_as_pairwise<double>(DataType::kFloat64, op, ranks, n);
         expect_same_as_pairwise<int8_t>(DataType::kInt8, op, ranks, n);
         expect_same_as_pairwise<uint8_t>(DataType::kUInt8, op, ranks, n);
+        expect_same_as_pairwise<int16_t>(DataType::kInt16, op, ranks, n);
+        expect_same_as_pairwise<uint16_t>(DataType::kUInt16, op, ranks, n);
         expect_same_as_pairwise<int32_t>(DataType::kInt32, op, ranks, n);
         expect_same_as_pairwise<int64_t>(DataType::kInt64, op, ranks, n);
       }
@@ -214,7 +216,8 @@ std::vector<uint8_t> half_scaled_sum(DataType dtype, ReduceOp op, const std::vec
 // and in place.
 TEST(ShmKernels, ReduceAndScaleInOnePassEqualsReduceThenScaleAndRoundsHalvesOnce) {
   const DataType dtypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
-                             DataType::kInt8,    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64};
+                             DataType::kInt8,    DataType::kUInt8,   DataType::kInt16,   DataType::kUInt16,
+                             DataType::kInt32,   DataType::kInt64};
   for (DataType dtype : dtypes) {
     const size_t esize = dtype_size(dtype);
     const std::vector<double> factors =

@@ -19,7 +19,6 @@ std::optional<SearchLog> run_distributed_search(const SearchSpace& space, Schedu
   std::vector<ProcessSet> sets;
   for (int g = 0; g < layout.groups; ++g) sets.push_back(add_process_set(layout.ranks(g)));
   const int me = rank();
-  const ProcessSet& my_set = sets[static_cast<size_t>(layout.group_of(me))];
 
   std::optional<SearchLog> log;
   std::string error;  // rank 0: why the search failed ("" when it did not)
@@ -40,7 +39,7 @@ std::optional<SearchLog> run_distributed_search(const SearchSpace& space, Schedu
       }
     });
     try {
-      serve_group(layout, my_set, fn, space, options.seed, &groups);
+      serve_group(layout, &sets, fn, space, options.seed, &groups);
     } catch (const std::exception& e) {
       // The driver may be waiting for group 0's report: stop it.
       groups.abort(std::string("rank 0's group failed: ") + e.what());
@@ -49,7 +48,7 @@ std::optional<SearchLog> run_distributed_search(const SearchSpace& space, Schedu
     }
     driver.join();
   } else {
-    serve_group(layout, my_set, fn, space, options.seed, nullptr);
+    serve_group(layout, &sets, fn, space, options.seed, nullptr);
   }
 
   // Every rank has left its group: all return, or all throw rank 0's error.

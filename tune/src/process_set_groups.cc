@@ -31,6 +31,7 @@ std::vector<int> GroupLayout::ranks(int group) const {
 
 ProcessSetGroups::ProcessSetGroups(GroupLayout layout) : layout_(layout) {
   in_flight_.assign(static_cast<size_t>(layout_.groups), false);
+  set_failed_.assign(static_cast<size_t>(layout_.groups), false);
   for (int g = 1; g < layout_.groups; ++g) receivers_.emplace_back([this, g] { receive_reports(g); });
 }
 
@@ -48,11 +49,39 @@ void ProcessSetGroups::start(int group, const TrialJob& job) {
     if (group < 0 || group >= size() || in_flight_[static_cast<size_t>(group)] || stopping_)
       throw Error(Status::Internal("group " + std::to_string(group) + " cannot take a job: it is busy, unknown or finished"));
     in_flight_[static_cast<size_t>(group)] = true;
-    if (group == 0) local_jobs_.push_back(job.job);
-    work_cv_.notify_all();
   }
   // The configuration is not sent: the group derives it from (seed, trial).
-  if (group != 0) send_text(kJobMessage, encode_job(job.job), layout_.leader(group));
+  deliver(group, job.job);
+}
+
+void ProcessSetGroups::deliver(int group, const Job& job) {
+  bool to_every_member = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    to_every_member = set_failed_[static_cast<size_t>(group)];
+    if (group == 0) local_jobs_.push_back(job);
+    work_cv_.notify_all();
+  }
+  for (int r : layout_.ranks(group)) {
+    if (r == 0 || (r != layout_.leader(group) && !to_every_member)) continue;
+    send_text(kJobMessage, encode_job(job), r);
+  }
+}
+
+void ProcessSetGroups::replace_failed_groups() {
+  Job regroup;
+  regroup.kind = JobKind::kRegroup;
+  for (int g = 0; g < layout_.groups; ++g) deliver(g, regroup);
+  std::lock_guard<std::mutex> lock(mu_);
+  set_failed_.assign(set_failed_.size(), false);
+}
+
+void ProcessSetGroups::record(int group, JobReport report) {
+  const size_t g = static_cast<size_t>(group);
+  in_flight_[g] = false;
+  if (report.set_failed) set_failed_[g] = true;
+  if (!stopping_) reports_.push_back(std::move(report));  // after finish(): dropped
+  report_cv_.notify_all();
 }
 
 JobReport ProcessSetGroups::wait_for_report() {
@@ -69,17 +98,13 @@ void ProcessSetGroups::finish() {
     std::lock_guard<std::mutex> lock(mu_);
     if (finished_) return;
     finished_ = stopping_ = true;
-    Job done;
-    done.kind = JobKind::kDone;
-    local_jobs_.push_back(done);
-    work_cv_.notify_all();
   }
   std::string first_error;
-  for (int g = 1; g < layout_.groups; ++g) {
-    Job done;
-    done.kind = JobKind::kDone;
+  Job done;
+  done.kind = JobKind::kDone;
+  for (int g = 0; g < layout_.groups; ++g) {
     try {
-      send_text(kJobMessage, encode_job(done), layout_.leader(g));
+      deliver(g, done);
     } catch (const std::exception& e) {
       if (first_error.empty()) first_error = e.what();
     }
@@ -99,9 +124,7 @@ Job ProcessSetGroups::take_local_job() {
 
 void ProcessSetGroups::put_local_report(JobReport report) {
   std::lock_guard<std::mutex> lock(mu_);
-  in_flight_[0] = false;
-  if (!stopping_) reports_.push_back(std::move(report));
-  report_cv_.notify_all();
+  record(0, std::move(report));
 }
 
 void ProcessSetGroups::abort(const std::string& error) {
@@ -135,9 +158,7 @@ void ProcessSetGroups::receive_reports(int group) {
       return;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    in_flight_[g] = false;
-    if (!stopping_) reports_.push_back(std::move(report));  // after finish(): dropped
-    report_cv_.notify_all();
+    record(group, std::move(report));
   }
 }
 

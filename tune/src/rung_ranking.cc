@@ -20,6 +20,7 @@ const char* job_kind_name(JobKind kind) {
     case JobKind::kPromote: return "promote";
     case JobKind::kWait: return "wait";
     case JobKind::kDone: return "done";
+    case JobKind::kRegroup: return "regroup";
   }
   return "?";
 }

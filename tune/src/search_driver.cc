@@ -82,9 +82,12 @@ SearchLog run_search(const SearchSpace& space, Scheduler& scheduler, TrialGroups
   int running = 0;
   int64_t reports = 0;
   bool stopped_early = false;
+  // A group's process set failed: no job starts until every group is idle,
+  // since replacing the set is collective over every rank of the job.
+  bool replace_sets = false;
   JobKind last_answer = JobKind::kWait;
   while (true) {
-    for (int g = 0; g < groups.size(); ++g) {
+    for (int g = 0; g < groups.size() && !replace_sets; ++g) {
       if (!idle[static_cast<size_t>(g)]) continue;
       Job job;
       const bool rerun = !reruns.empty();
@@ -107,6 +110,12 @@ SearchLog run_search(const SearchSpace& space, Scheduler& scheduler, TrialGroups
       ++running;
     }
     if (running == 0) {
+      if (replace_sets) {
+        groups.replace_failed_groups();
+        replace_sets = false;
+        say("replaced the process sets of the failed groups");
+        continue;
+      }
       if (last_answer == JobKind::kDone) break;
       throw Error(Status::Internal("scheduler '" + scheduler.name() + "' answered 'wait' with no job running"));
     }
@@ -125,6 +134,10 @@ SearchLog run_search(const SearchSpace& space, Scheduler& scheduler, TrialGroups
     save(log);
     say("trial " + std::to_string(r.trial) + " rung " + std::to_string(r.rung) +
         (r.failed ? " failed: " + r.error : ": " + metric_text(r.metric)));
+    if (r.set_failed) {
+      replace_sets = true;
+      say("group " + std::to_string(r.group) + "'s process set failed; it gets a new one once no job runs");
+    }
     if (options.stop_after_reports > 0 && ++reports >= options.stop_after_reports) {
       stopped_early = true;
       break;

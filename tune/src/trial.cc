@@ -36,7 +36,7 @@ Job decode_job(const std::string& text) {
   const Json j = jf::parse(text);
   Job job;
   const std::string& kind = jf::string(jf::member(j, "kind"), "job kind");
-  const JobKind kinds[] = {JobKind::kStart, JobKind::kPromote, JobKind::kWait, JobKind::kDone};
+  const JobKind kinds[] = {JobKind::kStart, JobKind::kPromote, JobKind::kWait, JobKind::kDone, JobKind::kRegroup};
   bool known = false;
   for (JobKind k : kinds)
     if (kind == job_kind_name(k)) job.kind = k, known = true;
@@ -57,6 +57,7 @@ std::string encode_report(const JobReport& r) {
   j["failed"] = r.failed;
   j["metric"] = r.failed ? 0.0 : r.metric;
   j["error"] = r.error;
+  j["set_failed"] = r.set_failed;
   j["resource_used"] = r.resource_used;
   j["start"] = r.start_time;
   j["end"] = r.end_time;
@@ -72,13 +73,15 @@ JobReport decode_report(const std::string& text) {
   r.failed = jf::boolean(jf::member(j, "failed"), "report failed");
   r.metric = jf::number(jf::member(j, "metric"), "report metric");
   r.error = jf::string(jf::member(j, "error"), "report error");
+  r.set_failed = jf::boolean(jf::member(j, "set_failed"), "report set_failed");
   r.resource_used = jf::integer(jf::member(j, "resource_used"), "report resource_used");
   r.start_time = jf::number(jf::member(j, "start"), "report start");
   r.end_time = jf::number(jf::member(j, "end"), "report end");
   return r;
 }
 
-JobReport run_trial_job(const TrialFunction& fn, const TrialJob& job, int group, ProcessSet process_set) {
+JobReport run_trial_job(const TrialFunction& fn, const TrialJob& job, int group, ProcessSet process_set,
+                        const std::function<void(const std::string&)>& on_throw) {
   JobReport report;
   report.group = group;
   report.trial = job.job.trial;
@@ -93,6 +96,7 @@ JobReport run_trial_job(const TrialFunction& fn, const TrialJob& job, int group,
   ctx.process_set = process_set;
   ctx.resource_used = job.job.budget - job.job.previous_budget;
   report.start_time = unix_time_now();
+  bool threw = false;
   try {
     const double metric = fn(ctx);
     if (std::isfinite(metric)) {
@@ -102,12 +106,13 @@ JobReport run_trial_job(const TrialFunction& fn, const TrialJob& job, int group,
       report.error = std::isnan(metric) ? "the metric is NaN (the trial diverged)" : "the metric is infinite (the trial diverged)";
     }
   } catch (const std::exception& e) {
-    report.failed = true;
+    report.failed = threw = true;
     report.error = std::string("the trial threw: ") + e.what();
   } catch (...) {
-    report.failed = true;
+    report.failed = threw = true;
     report.error = "the trial threw an exception that is not a std::exception";
   }
+  if (threw && on_throw) on_throw(report.error);
   report.resource_used = ctx.resource_used;
   report.end_time = unix_time_now();
   return report;

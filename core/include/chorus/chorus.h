@@ -61,11 +61,26 @@ Status check_device(const std::string& name, const Device& device);
 using OutputAllocator =
     std::function<Status(const Shape& shape, DataType dtype, Device device, Tensor* out)>;
 
+// Scale factors (finite, the same on every rank) apply to every numeric
+// dtype. Floating-point tensors are multiplied in their own precision
+// (16-bit ones in float32, rounded once); integer tensors as Horovod does:
+// each element converted to double, multiplied, truncated toward zero, and
+// saturated at the dtype's bounds where Horovod's C++ is undefined. An
+// integer kAverage with a postscale multiplies by postscale / size that way
+// (Horovod's rule); without one it divides exactly, truncating toward zero.
 struct AllreduceOptions {
   ReduceOp op = ReduceOp::kAverage;
   double prescale_factor = 1.0;   // multiplies the input before the reduction
   double postscale_factor = 1.0;  // multiplies the result after it
   ProcessSet process_set;         // the ranks that reduce; kAverage divides by their number
+};
+
+// A reducescatter's reduction, scaled as an allreduce's (see above).
+struct ReducescatterOptions {
+  ReduceOp op = ReduceOp::kSum;
+  double prescale_factor = 1.0;   // multiplies the input before the reduction
+  double postscale_factor = 1.0;  // multiplies this rank's part of the result
+  ProcessSet process_set;
 };
 
 // Allreduce of `input` into `output` (same shape and dtype; may be the same
@@ -106,6 +121,8 @@ Handle alltoall_async(const std::string& name, const Tensor& input,
 Handle reducescatter_async(const std::string& name, const Tensor& input,
                            ReduceOp op = ReduceOp::kSum, OutputAllocator allocator = nullptr,
                            const ProcessSet& process_set = {});
+Handle reducescatter_async(const std::string& name, const Tensor& input, const ReducescatterOptions& options,
+                           OutputAllocator allocator = nullptr);
 Handle barrier_async(const ProcessSet& process_set = {});
 // Declares that this rank has no more data. Until every rank has joined, the
 // other ranks' allreduces complete with this rank contributing zeros. The
@@ -127,6 +144,8 @@ Handle alltoall(const std::string& name, const Tensor& input, const std::vector<
                 OutputAllocator allocator = nullptr, const ProcessSet& process_set = {});
 Handle reducescatter(const std::string& name, const Tensor& input, ReduceOp op = ReduceOp::kSum,
                      OutputAllocator allocator = nullptr, const ProcessSet& process_set = {});
+Handle reducescatter(const std::string& name, const Tensor& input, const ReducescatterOptions& options,
+                     OutputAllocator allocator = nullptr);
 void barrier(const ProcessSet& process_set = {});
 // Returns the last rank to join.
 int join();

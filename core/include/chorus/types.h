@@ -22,8 +22,12 @@ enum class DataType : uint8_t {
   kFloat32,
   kFloat64,
   kBool,  // broadcast and allgather only
+  // Appended rather than placed by width, so that the values above keep
+  // their numbers.
+  kInt16,
+  kUInt16,
 };
-constexpr int kNumDataTypes = 9;
+constexpr int kNumDataTypes = 11;
 
 // Size of one element in bytes.
 size_t dtype_size(DataType dtype);

@@ -32,6 +32,7 @@ class ChorusStageLink : public StageLink {
     m[0] = static_cast<int64_t>(to_chorus_dtype(tensor.scalar_type(), name));
     m[1] = tensor.dim();
     for (int64_t d = 0; d < tensor.dim(); ++d) m[2 + d] = tensor.size(d);
+    reap();
     start(name + ".meta", meta, dest_rank);
     start(name, tensor, dest_rank);
   }
@@ -50,24 +51,17 @@ class ChorusStageLink : public StageLink {
     auto dtype = to_torch_dtype(static_cast<DataType>(m[0]));
     auto tensor = ::torch::empty(sizes, ::torch::TensorOptions().dtype(dtype));
     torch::recv(tensor, source_rank, name);
+    reap();
     return tensor;
   }
 
   void flush() override {
     // Every send is waited for, even after a failure, so that no tensor is
     // freed while the runtime may still read it; the first error is thrown.
-    std::string failure;
-    for (auto& pending : pending_) {
-      try {
-        pending.handle.wait();
-      } catch (const Error& e) {
-        if (failure.empty()) {
-          failure = "sending '" + pending.name + "' to rank " + std::to_string(pending.dest_rank) +
-                    " failed: " + e.what();
-        }
-      }
-    }
+    for (auto& pending : pending_) settle(pending);
     pending_.clear();
+    std::string failure;
+    failure.swap(failure_);
     if (!failure.empty()) throw Error(Status::Aborted(failure));
   }
 
@@ -90,7 +84,35 @@ class ChorusStageLink : public StageLink {
     pending_.push_back({torch::send_async(tensor, dest_rank, name), name, dest_rank});
   }
 
+  // Waits for one send; remembers the first failure for flush() to throw.
+  void settle(const PendingSend& pending) {
+    try {
+      pending.handle.wait();
+    } catch (const Error& e) {
+      if (failure_.empty()) {
+        failure_ = "sending '" + pending.name + "' to rank " + std::to_string(pending.dest_rank) +
+                   " failed: " + e.what();
+      }
+    }
+  }
+
+  // Lets go of the sends that are out (without waiting for the others), so
+  // that a step holds only the tensors still in transit, not every one it
+  // sent until flush(): under 1F1B that is a few micro-batches, not M.
+  void reap() {
+    std::vector<PendingSend> still;
+    for (auto& pending : pending_) {
+      if (pending.handle.test()) {
+        settle(pending);
+      } else {
+        still.push_back(std::move(pending));
+      }
+    }
+    pending_.swap(still);
+  }
+
   std::vector<PendingSend> pending_;
+  std::string failure_;  // of the first send that failed since the last flush()
 };
 
 }  // namespace

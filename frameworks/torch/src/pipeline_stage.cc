@@ -59,6 +59,11 @@ PipelineStage::PipelineStage(::torch::nn::Sequential part, PipelineLayout layout
     if (training) {
       x.requires_grad_(true);
       // Sends the gradient back the moment backward reaches this boundary.
+      // The stage keeps no reference to x: the graph does (autograd's
+      // AccumulateGrad node holds its leaf, and with it this hook) until
+      // backward has passed, then frees x and the gradient accumulated into
+      // it with the rest of the micro-batch's graph. Kept until finish(),
+      // they made a stage's memory grow with M even under 1F1B.
       auto link = link_;
       const PipelineLayout layout = layout_;
       const std::string name = tag + ".grad";
@@ -66,7 +71,6 @@ PipelineStage::PipelineStage(::torch::nn::Sequential part, PipelineLayout layout
         with_context(layout, "sending '" + name + "' to", layout.stage - 1,
                      [&] { link->send(gradient.contiguous(), layout.previous_rank(), name); });
       });
-      inputs_[tag] = x;
     }
   }
   input_ready_ = std::chrono::steady_clock::now();
@@ -118,7 +122,6 @@ void PipelineStage::finish() {
     }
   }
   outputs_.clear();
-  inputs_.clear();
 }
 
 }  // namespace torch

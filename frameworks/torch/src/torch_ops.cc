@@ -191,15 +191,28 @@ std::pair<::torch::Tensor, ::torch::Tensor> alltoall(const ::torch::Tensor& tens
 
 TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
                                 ReduceOp op, const ProcessSet& process_set) {
+  ReducescatterOptions options;
+  options.op = op;
+  options.process_set = process_set;
+  return reducescatter_async(tensor, name, options);
+}
+
+TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
+                                const ReducescatterOptions& options) {
   auto pending = allocating_op(tensor, name);
-  pending->handle = chorus::reducescatter_async(name, detail::view_of(pending->inputs[0], name), op,
-                                                detail::torch_allocator(pending->allocated), process_set);
+  pending->handle = chorus::reducescatter_async(name, detail::view_of(pending->inputs[0], name), options,
+                                                detail::torch_allocator(pending->allocated));
   return TorchHandle(std::move(pending));
 }
 
 ::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
                               ReduceOp op, const ProcessSet& process_set) {
   return reducescatter_async(tensor, name, op, process_set).wait();
+}
+
+::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
+                              const ReducescatterOptions& options) {
+  return reducescatter_async(tensor, name, options).wait();
 }
 
 }  // namespace torch

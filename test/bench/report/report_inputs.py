@@ -184,16 +184,22 @@ def check_elastic_recovery(doc, where):
     check(doc, where)
 
 
+def check_pipeline_memory(doc, where):
+    from report_pipeline_memory import check_pipeline_memory as check  # it imports this module
+    check(doc, where)
+
+
 PIECE_CHECKS = {"chorus_bench": check_chorus_bench, "gloo": check_gloo, "training": check_training,
                 "autotune": check_training, "chorus_bench_p2p": check_chorus_bench_p2p,
                 "pipeline": check_pipeline, "heartbeat": check_heartbeat,
-                "elastic_recovery": check_elastic_recovery}
+                "elastic_recovery": check_elastic_recovery, "pipeline_memory": check_pipeline_memory}
 PIECE_WHAT = {"chorus_bench": "chorus_bench --json output", "gloo": "gloo_allreduce_bench.py --json output",
               "training": "run_training_bench.sh --json output", "autotune": "run_training_bench.sh --json output",
               "chorus_bench_p2p": "chorus_bench --mode p2p --json output",
               "pipeline": "run_pipeline_bench.sh --json output",
               "heartbeat": "scripts/bench_heartbeat.sh --json output",
-              "elastic_recovery": "elastic_netns_test.sh's JSON timings"}
+              "elastic_recovery": "elastic_netns_test.sh's JSON timings",
+              "pipeline_memory": "run_pipeline_memory_bench.sh --json output"}
 
 
 def load_run(directory):

@@ -8,6 +8,7 @@ import statistics
 
 import report_figures as fig
 from report_elastic import elastic_section
+from report_pipeline_memory import pipeline_memory_section
 from report_plots import SMALL_SERIES, size_label
 
 DASH = "–"
@@ -348,12 +349,14 @@ def heartbeat_section(run, pieces):
 # The sections bench_report.sh --only can measure on their own, by name:
 # each renders from its own pieces, so it can replace its part of an
 # existing page (generate_report.py --only).
-SECTION_HEADINGS = {"elastic": "## (h)"}
+SECTION_HEADINGS = {"elastic": "## (h)", "pipeline-memory": "## (i)"}
 
 
 def section_lines(name, run, pieces):
     if name == "elastic":
         return elastic_section(run, pieces, num, duration, table, provenance)
+    if name == "pipeline-memory":
+        return pipeline_memory_section(run, pieces, num, table, provenance)
     raise KeyError(name)
 
 
@@ -371,6 +374,7 @@ def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     lines += pipeline_section(run, pieces)
     lines += heartbeat_section(run, pieces)
     lines += section_lines("elastic", run, pieces)
+    lines += section_lines("pipeline-memory", run, pieces)
     return "\n".join(lines).rstrip() + "\n"
 
 

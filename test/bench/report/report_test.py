@@ -4,7 +4,7 @@ fixture run in fixtures/run/: the tables of BENCHMARKS.md and the plots' data
 files against figures computed here from the fixture's raw medians (and a few
 written out by hand), the provenance lines, section (d) with and without
 autotuning, and clear errors for missing or corrupt input (section (h) and
---only: report_elastic_test.py). No benchmark runs and no gnuplot
+--only: report_elastic_test.py; section (i): report_pipeline_memory_test.py). No benchmark runs and no gnuplot
 (--no-plots: data and scripts only).
 """
 import json
@@ -231,7 +231,8 @@ class Provenance(GeneratorRun):
         machine = "Machine: `fixturehost`, 2 cores (Fixture CPU 9000), 8.0 GiB memory, Linux 6.1.0."
         pieces = [json.loads(line) for line in read(os.path.join(FIXTURE, "pieces.jsonl")).splitlines()]
         sections = text.split("\n## ")[1:]
-        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)", "(h)"])
+        self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)", "(h)",
+                                                        "(i)"])
         for section in sections:
             self.assertIn(machine, section)
             self.assertIn("`scripts/bench_report.sh --quick` started 2026-12-01 10:00:00 UTC", section)
@@ -240,7 +241,7 @@ class Provenance(GeneratorRun):
                 continue
             where = {"chorus_bench": sections[0], "gloo": sections[1], "training": sections[2],
                      "chorus_bench_p2p": sections[4], "pipeline": sections[5], "heartbeat": sections[6],
-                     "elastic_recovery": sections[7]}[p["kind"]]
+                     "elastic_recovery": sections[7], "pipeline_memory": sections[8]}[p["kind"]]
             self.assertIn(f"{p['started']}, load average {p['load_average']}", where)
             self.assertIn(f"`{p['command']}`", where)
         self.assertIn("busbw** = bytes / time x 2(n-1)/n", text)
@@ -396,7 +397,9 @@ class BadInput(GeneratorRun):
     def test_corrupt_pieces_line(self):
         with open(os.path.join(self.run_dir, "pieces.jsonl"), "a") as f:
             f.write("{not json\n")
-        self.assertFails("pieces.jsonl: line 13 is not valid JSON")
+        with open(os.path.join(self.run_dir, "pieces.jsonl")) as f:
+            number = len(f.read().splitlines())
+        self.assertFails(f"pieces.jsonl: line {number} is not valid JSON")
 
     def test_not_a_directory(self):
         self.run_dir = os.path.join(self.tmp, "nowhere")

@@ -13,9 +13,10 @@
 
 namespace chorus {
 
-inline constexpr DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
-                                          DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                                          DataType::kFloat32, DataType::kFloat64, DataType::kBool};
+inline constexpr DataType kAllDtypes[] = {DataType::kUInt8,    DataType::kInt8,    DataType::kInt16,
+                                          DataType::kUInt16,   DataType::kInt32,   DataType::kInt64,
+                                          DataType::kFloat16,  DataType::kBFloat16, DataType::kFloat32,
+                                          DataType::kFloat64,  DataType::kBool};
 inline constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 inline bool reducible(DataType dtype) { return dtype != DataType::kBool; }
 

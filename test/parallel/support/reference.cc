@@ -87,6 +87,8 @@ double read_value(DataType dtype, const void* data, int64_t i) {
   switch (dtype) {
     case DataType::kUInt8: return load<uint8_t>(data, i);
     case DataType::kInt8: return load<int8_t>(data, i);
+    case DataType::kInt16: return load<int16_t>(data, i);
+    case DataType::kUInt16: return load<uint16_t>(data, i);
     case DataType::kInt32: return load<int32_t>(data, i);
     case DataType::kInt64: return static_cast<double>(load<int64_t>(data, i));
     case DataType::kFloat16: return from_float16(load<uint16_t>(data, i));
@@ -114,7 +116,7 @@ double generate_value(DataType dtype, Values values, uint64_t h) {
   if (dtype == DataType::kBool) return static_cast<double>(h & 1u);
   const bool floating = chorus::is_floating_point(dtype);
   if (values == Values::kProduct) {
-    if (dtype == DataType::kUInt8) return static_cast<double>(1 + h % 3);
+    if (dtype == DataType::kUInt8 || dtype == DataType::kUInt16) return static_cast<double>(1 + h % 3);
     static const double kInts[] = {-2, -1, 1, 2};
     static const double kFloats[] = {-2, -1.5, -1, -0.5, 0.5, 1, 1.5, 2};
     return floating ? kFloats[h % 8] : kInts[h % 4];
@@ -126,6 +128,7 @@ double generate_value(DataType dtype, Values values, uint64_t h) {
   switch (dtype) {
     case DataType::kUInt8: return static_cast<double>(h % 41);
     case DataType::kInt8: return static_cast<double>(static_cast<int64_t>(h % 41) - 20);
+    case DataType::kUInt16: return static_cast<double>(h % 2001);
     default: return static_cast<double>(static_cast<int64_t>(h % 2001) - 1000);
   }
 }
@@ -151,8 +154,8 @@ Tolerance tolerance_for(DataType dtype) {
 
 const std::vector<DataType>& numeric_dtypes() {
   static const std::vector<DataType> kTypes = {
-      DataType::kUInt8,   DataType::kInt8,     DataType::kInt32,   DataType::kInt64,
-      DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+      DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,    DataType::kUInt16, DataType::kInt32,
+      DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
   return kTypes;
 }
 
@@ -183,6 +186,8 @@ void Buffer::set(int64_t i, double value) {
   switch (dtype_) {
     case DataType::kUInt8: store(data(), i, static_cast<uint8_t>(value)); break;
     case DataType::kInt8: store(data(), i, static_cast<int8_t>(value)); break;
+    case DataType::kInt16: store(data(), i, static_cast<int16_t>(value)); break;
+    case DataType::kUInt16: store(data(), i, static_cast<uint16_t>(value)); break;
     case DataType::kInt32: store(data(), i, static_cast<int32_t>(value)); break;
     case DataType::kInt64: store(data(), i, static_cast<int64_t>(value)); break;
     case DataType::kFloat16: store(data(), i, to_float16(static_cast<float>(value))); break;

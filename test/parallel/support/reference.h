@@ -26,7 +26,7 @@ using chorus::DataType;
 using chorus::ReduceOp;
 using chorus::Shape;
 
-// The 8 dtypes that reductions support, and all 9 (with bool) for the
+// The 10 dtypes that reductions support, and all 11 (with bool) for the
 // collectives that only move data.
 const std::vector<DataType>& numeric_dtypes();
 const std::vector<DataType>& all_dtypes();
@@ -35,12 +35,13 @@ const std::vector<ReduceOp>& all_reduce_ops();
 // Which values an input holds. Chosen so that results stay exact where the
 // test needs exactness and no integer type overflows at up to 4 ranks.
 enum class Values {
-  // Integers: int8 [-20, 20], uint8 [0, 40], int32/int64 [-1000, 1000].
+  // Integers: int8 [-20, 20], uint8 [0, 40], uint16 [0, 2000],
+  // int16/int32/int64 [-1000, 1000].
   // Floats: multiples of 1/8 in [-4, 4]: exact in float16 and bfloat16 and
   // their sums are exact in any order, so only scaling and averaging round
   // and the tolerance measures just those roundings.
   kSmall,
-  // Product-safe: integers in {-2, -1, 1, 2} (uint8 {1, 2, 3}), floats in
+  // Product-safe: integers in {-2, -1, 1, 2} (uint8/uint16 {1, 2, 3}), floats in
   // {+-0.5, +-1, +-1.5, +-2}; a product over 4 ranks stays exact.
   kProduct,
   // Floats uniform in [-1, 1) at full precision (rounded to the dtype), so
@@ -91,8 +92,12 @@ std::vector<Buffer> make_inputs(DataType dtype, const Shape& shape, int size, in
 int64_t pick(int64_t lo, int64_t hi, uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0);
 
 // post * op_r(pre * inputs[r]); kAverage divides the sum by `divisor` (the
-// world size, also when some inputs are a joined rank's zeros). Integer
-// averages truncate toward zero. Results as doubles in the dtype's range.
+// world size, also when some inputs are a joined rank's zeros). Results as
+// doubles in the dtype's range. Integers are exact, as Horovod computes
+// them: sums and products wrap around in the dtype's width; a factor other
+// than 1 multiplies in double and truncates toward zero, saturating at the
+// dtype's bounds; an average with a postscale scales by post / divisor that
+// way, one without divides truncating toward zero.
 std::vector<double> reference_reduce(const std::vector<Buffer>& inputs, ReduceOp op,
                                      double prescale = 1.0, double postscale = 1.0,
                                      int divisor = 0);
@@ -110,7 +115,7 @@ Buffer reference_allgather(const std::vector<Buffer>& inputs);
 std::pair<int64_t, int64_t> reducescatter_rows(int64_t rows, int size, int rank);
 // The slice of a reduction result that `rank` receives.
 std::vector<double> reference_reducescatter(const std::vector<Buffer>& inputs, ReduceOp op,
-                                            int rank);
+                                            int rank, double prescale = 1.0, double postscale = 1.0);
 
 // Splits that `rank` sends (one entry per rank, each in [0, 3], zeros
 // included), a function of (rank, size, seed) only.

@@ -1,6 +1,7 @@
 // Reference results of each collective, computed from every rank's input in
 // plain loops (see reference.h).
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -28,14 +29,91 @@ Shape with_rows(const Shape& shape, int64_t rows) {
   return out;
 }
 
+// The range of an integer dtype, [lowest, highest], and its width in bits.
+struct IntegerRange {
+  int64_t lowest;
+  int64_t highest;
+  int bits;
+};
+
+IntegerRange range_of(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8: return {0, 255, 8};
+    case DataType::kInt8: return {-128, 127, 8};
+    case DataType::kUInt16: return {0, 65535, 16};
+    case DataType::kInt16: return {-32768, 32767, 16};
+    case DataType::kInt32: return {INT32_MIN, INT32_MAX, 32};
+    default: return {INT64_MIN, INT64_MAX, 64};
+  }
+}
+
+// `value` reduced modulo 2^bits into the dtype's range (two's complement).
+int64_t wrap(uint64_t value, const IntegerRange& range) {
+  if (range.bits == 64) {
+    int64_t out;
+    std::memcpy(&out, &value, sizeof(out));
+    return out;
+  }
+  const uint64_t modulus = uint64_t{1} << range.bits;
+  const uint64_t low = value & (modulus - 1);
+  const bool negative = range.lowest < 0 && low >= modulus / 2;
+  return negative ? static_cast<int64_t>(low) - static_cast<int64_t>(modulus) : static_cast<int64_t>(low);
+}
+
+// Horovod's integer scaling: double(value) * factor, truncated; beyond the
+// range, the bound (where Horovod's C++ conversion is undefined).
+int64_t scale_like_horovod(int64_t value, double factor, const IntegerRange& range) {
+  const double scaled = std::trunc(static_cast<double>(value) * factor);
+  if (scaled >= std::ldexp(1.0, range.lowest < 0 ? range.bits - 1 : range.bits)) return range.highest;
+  if (scaled <= static_cast<double>(range.lowest)) return range.lowest;
+  return static_cast<int64_t>(scaled);
+}
+
+std::vector<double> reference_reduce_integers(const std::vector<Buffer>& inputs, ReduceOp op, double prescale,
+                                              double postscale, int divisor) {
+  const IntegerRange range = range_of(inputs[0].dtype());
+  const auto n = static_cast<size_t>(inputs[0].elements());
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t acc = 0;
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      int64_t v = static_cast<int64_t>(inputs[r].get(static_cast<int64_t>(i)));
+      if (prescale != 1.0) v = scale_like_horovod(v, prescale, range);
+      if (r == 0) {
+        acc = v;
+        continue;
+      }
+      switch (op) {
+        case ReduceOp::kSum:
+        case ReduceOp::kAverage:
+          acc = wrap(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v), range);
+          break;
+        case ReduceOp::kMin: acc = std::min(acc, v); break;
+        case ReduceOp::kMax: acc = std::max(acc, v); break;
+        case ReduceOp::kProduct:
+          acc = wrap(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v), range);
+          break;
+        case ReduceOp::kAdasum: ADD_FAILURE() << "reference_reduce: Adasum is not element-wise"; break;
+      }
+    }
+    if (op == ReduceOp::kAverage) {
+      acc = postscale != 1.0 ? scale_like_horovod(acc, postscale / divisor, range) : acc / divisor;
+    } else if (postscale != 1.0) {
+      acc = scale_like_horovod(acc, postscale, range);
+    }
+    out[i] = static_cast<double>(acc);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> reference_reduce(const std::vector<Buffer>& inputs, ReduceOp op,
                                      double prescale, double postscale, int divisor) {
   if (inputs.empty()) throw std::invalid_argument("reference_reduce: no inputs");
   const DataType dtype = inputs[0].dtype();
-  const bool floating = chorus::is_floating_point(dtype);
   if (divisor == 0) divisor = static_cast<int>(inputs.size());
+  if (!chorus::is_floating_point(dtype)) return reference_reduce_integers(inputs, op, prescale, postscale, divisor);
   const auto n = static_cast<size_t>(inputs[0].elements());
   std::vector<double> out(n);
   for (size_t i = 0; i < n; ++i) {
@@ -55,11 +133,7 @@ std::vector<double> reference_reduce(const std::vector<Buffer>& inputs, ReduceOp
         case ReduceOp::kAdasum: ADD_FAILURE() << "reference_reduce: Adasum is not element-wise (adasum_reference.h)"; break;
       }
     }
-    if (op == ReduceOp::kAverage) {
-      acc /= divisor;
-      // Integer averages truncate toward zero, like C++ integer division.
-      if (!floating) acc = std::trunc(acc);
-    }
+    if (op == ReduceOp::kAverage) acc /= divisor;
     out[i] = acc * postscale;
   }
   return out;
@@ -85,8 +159,8 @@ std::pair<int64_t, int64_t> reducescatter_rows(int64_t rows, int size, int rank)
 }
 
 std::vector<double> reference_reducescatter(const std::vector<Buffer>& inputs, ReduceOp op,
-                                            int rank) {
-  const std::vector<double> full = reference_reduce(inputs, op);
+                                            int rank, double prescale, double postscale) {
+  const std::vector<double> full = reference_reduce(inputs, op, prescale, postscale);
   const auto range = reducescatter_rows(first_dim(inputs[0]), static_cast<int>(inputs.size()), rank);
   const int64_t per_row = row_elements(inputs[0]);
   return std::vector<double>(full.begin() + range.first * per_row,

@@ -1,7 +1,7 @@
 // Shared pieces of the DistributedOptimizer tests: a small MLP, the global
 // batch of a step (the same on every rank, generated from the step number),
 // each rank's shard of it, copies of a model for the single-process
-// reference, and a relative comparison of tensors.
+// reference, and a bitwise comparison of their parameters.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -65,34 +65,16 @@ inline Batch shard(const Batch& batch, int64_t part, int64_t rows) {
   return {batch.x.narrow(0, part * rows, rows), batch.y.narrow(0, part * rows, rows)};
 }
 
-// max |actual - expected| <= rtol * max |expected| (a norm-wise relative
-// error, which stays meaningful for elements near zero).
-inline ::testing::AssertionResult close_relative(const ::torch::Tensor& actual,
-                                                 const ::torch::Tensor& expected, double rtol,
-                                                 const std::string& what) {
-  if (!actual.defined() || !expected.defined()) {
-    return ::testing::AssertionFailure() << what << ": undefined tensor";
-  }
-  if (actual.sizes() != expected.sizes()) {
-    return ::testing::AssertionFailure() << what << ": shape " << actual.sizes() << " vs "
-                                         << expected.sizes();
-  }
-  const auto a = actual.to(::torch::kDouble);
-  const auto e = expected.to(::torch::kDouble);
-  const double scale = e.abs().max().item<double>();
-  const double error = (a - e).abs().max().item<double>();
-  if (error <= rtol * std::max(scale, 1e-30)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << ": max abs error " << error
-                                       << " exceeds " << rtol << " x max |expected| " << scale;
-}
-
-inline ::testing::AssertionResult parameters_close(::torch::nn::Module& actual,
-                                                   ::torch::nn::Module& expected, double rtol) {
+// Every parameter of `actual` equals `expected`'s bit for bit (same
+// architecture); otherwise names the first that differs and by how much.
+inline ::testing::AssertionResult parameters_equal(::torch::nn::Module& actual, ::torch::nn::Module& expected) {
   const auto a = actual.named_parameters();
   const auto e = expected.named_parameters();
   for (size_t i = 0; i < a.size(); ++i) {
-    auto result = close_relative(a[i].value(), e[i].value(), rtol, a[i].key());
-    if (!result) return result;
+    if (!::torch::equal(a[i].value(), e[i].value())) {
+      return ::testing::AssertionFailure() << a[i].key() << " differs from the reference by up to "
+                                           << (a[i].value() - e[i].value()).abs().max().item<double>();
+    }
   }
   return ::testing::AssertionSuccess();
 }

@@ -113,10 +113,18 @@ TEST_P(TorchAllreduceTest, BlockingFormsAndScaling) {
   ct::allreduce_(inout, "torch.blocking_.", options);
   EXPECT_TRUE(close_to(inout, sum));
   EXPECT_EQ(inout.data_ptr(), memory) << "a contiguous in-place allreduce must not reallocate";
+  options.prescale_factor = 0.5;
+  options.postscale_factor = 4.0;
   if (at::isFloatingType(dtype)) {
-    options.prescale_factor = 0.5;
-    options.postscale_factor = 4.0;
     EXPECT_TRUE(close_to(ct::allreduce(mine, "torch.scaled", options), sum * 2.0));
+  } else {
+    // Horovod's rule: each input halved in double and truncated toward
+    // zero, the sum times 4 (exact here).
+    torch::Tensor halved_sum = torch::zeros({6}, torch::kFloat64);
+    for (const torch::Tensor& input : inputs_as_double(dtype, shape, size(), 40)) {
+      halved_sum += torch::trunc(input * 0.5);
+    }
+    EXPECT_TRUE(close_to(ct::allreduce(mine, "torch.scaled", options), (halved_sum * 4.0).to(dtype)));
   }
 }
 
@@ -205,10 +213,34 @@ TEST_P(TorchReducescatterTest, UnevenRowsEveryLayout) {
                            .slice(0, begin, end)));
 }
 
+// Scale factors as an allreduce's: floating dtypes multiply (exact here),
+// integers truncate each prescaled input toward zero (Horovod's rule).
+TEST_P(TorchReducescatterTest, PrescaleAndPostscale) {
+  const c10::ScalarType dtype = GetParam();
+  const std::vector<int64_t> shape = {size() + 1, 2};
+  const auto [begin, end] = scatter_rows(shape[0], size(), rank());
+  chorus::ReducescatterOptions options;
+  options.op = ReduceOp::kSum;
+  options.prescale_factor = 0.5;
+  options.postscale_factor = 2.0;
+  torch::Tensor expected = torch::zeros(shape, torch::kFloat64);
+  for (const torch::Tensor& input : inputs_as_double(dtype, shape, size(), 95)) {
+    expected += at::isFloatingType(dtype) ? input * 0.5 : torch::trunc(input * 0.5);
+  }
+  expected = (expected * 2.0).slice(0, begin, end).to(dtype);
+  const torch::Tensor mine = make_input(dtype, shape, rank(), 95);
+  EXPECT_TRUE(close_to(ct::reducescatter(mine, "torch.reducescatter.scaled", options), expected));
+  TorchHandle handle = ct::reducescatter_async(mine, "torch.reducescatter.scaled_async", options);
+  const torch::Tensor result = result_of(handle);
+  if (result.defined()) {
+    EXPECT_TRUE(close_to(result, expected));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, TorchReducescatterTest,
                          ::testing::Values(torch::kFloat32, torch::kFloat64, torch::kFloat16,
                                            torch::kBFloat16, torch::kInt32, torch::kInt64,
-                                           torch::kUInt8),
+                                           torch::kUInt8, torch::kInt16),
                          DtypeParamName());
 
 }  // namespace

@@ -31,8 +31,8 @@ class TorchSuite : public chorus_test::ChorusSuite {
 // The dtypes that reductions support, and those plus bool for the ops that
 // only move data.
 inline std::vector<c10::ScalarType> numeric_dtypes() {
-  return {torch::kFloat32, torch::kFloat64, torch::kFloat16, torch::kBFloat16,
-          torch::kInt32,   torch::kInt64,   torch::kUInt8,   torch::kInt8};
+  return {torch::kFloat32, torch::kFloat64, torch::kFloat16, torch::kBFloat16, torch::kInt32,
+          torch::kInt64,   torch::kUInt8,   torch::kInt8,    torch::kInt16};
 }
 inline std::vector<c10::ScalarType> all_dtypes() {
   auto dtypes = numeric_dtypes();

@@ -7,11 +7,13 @@
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "chorus/torch/ops.h"
 #include "tensor_adapter.h"
 
 namespace {
@@ -35,6 +37,28 @@ TEST(TensorAdapterTest, CpuAndCudaMapFaithfully) {
   EXPECT_EQ(detail::to_chorus_device(c10::Device(c10::kCUDA, 3), "t"), Device::cuda(3));
   EXPECT_EQ(detail::to_torch_device(Device::cpu()), c10::Device(c10::kCPU));
   EXPECT_EQ(detail::to_torch_device(Device::cuda(2)), c10::Device(c10::kCUDA, 2));
+}
+
+// Every chorus dtype LibTorch has maps both ways; int16 is torch.int16
+// (Short). LibTorch 1.13 has no unsigned 16-bit dtype (torch.uint16 came in
+// 2.3), so chorus's uint16 has no torch dtype there: refused, saying so.
+TEST(TensorAdapterTest, DtypesMapBothWaysAndUint16NeedsANewerLibTorch) {
+  using chorus::DataType;
+  for (int value = 0; value < chorus::kNumDataTypes; ++value) {
+    const auto dtype = static_cast<DataType>(value);
+#if TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 3)
+    if (dtype == DataType::kUInt16) {
+      const chorus::Status refused = thrown_by([&] { (void)chorus::torch::to_torch_dtype(dtype); });
+      EXPECT_EQ(refused.code(), chorus::StatusCode::kInvalidArgument);
+      EXPECT_THAT(refused.message(), HasSubstr("chorus dtype uint16 has no torch dtype in LibTorch " TORCH_VERSION));
+      continue;
+    }
+#endif
+    const c10::ScalarType type = chorus::torch::to_torch_dtype(dtype);
+    EXPECT_EQ(chorus::torch::to_chorus_dtype(type, "t"), dtype) << chorus::dtype_name(dtype);
+  }
+  EXPECT_EQ(chorus::torch::to_chorus_dtype(torch::kInt16, "t"), DataType::kInt16);
+  EXPECT_EQ(chorus::torch::to_torch_dtype(DataType::kInt16), torch::kInt16);
 }
 
 TEST(TensorAdapterTest, DevicesWithoutAChorusKindAreRefusedInTheOneMessage) {

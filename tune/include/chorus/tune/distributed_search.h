@@ -5,7 +5,9 @@
 //     ranks, one process set each (add_process_set, on every rank).
 //  2. Rank 0 runs the driver (run_search over ProcessSetGroups) on a thread
 //     of its own; on its main thread it serves group 0 like every other
-//     rank serves its group (serve_group).
+//     rank serves its group (serve_group). A group whose set failed (a
+//     member's trial threw) gets a new set once no job runs, every rank
+//     taking part (group_member.h).
 //  3. When the search ends, rank 0 tells every group "done"; every rank
 //     learns from rank 0 whether the search succeeded (a broadcast on the
 //     global set), so all of them return or all throw the same error; the

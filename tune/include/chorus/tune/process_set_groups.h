@@ -9,6 +9,11 @@
 // pass through an in-process mailbox instead (serve_group on rank 0's main
 // thread takes them), so rank 0 trains while the driver runs on a thread of
 // its own. Every wait is a condition variable or a blocking receive.
+//
+// A group whose process set failed (a member's trial threw, maybe while the
+// others waited in one of its collectives; its report has set_failed) cannot
+// share a job over its set: until the driver has it replaced, its jobs (the
+// "regroup" job, or "done") go from rank 0 to every member directly.
 #pragma once
 
 #include <condition_variable>
@@ -59,6 +64,9 @@ class ProcessSetGroups : public TrialGroups {
   // Sends every group a "done" job and waits for the receiving threads
   // (reports of jobs still running are dropped). Safe to call twice.
   void finish() override;
+  // Sends every group a "regroup" job: every rank of the job then replaces
+  // the failed groups' sets together (serve_group).
+  void replace_failed_groups() override;
 
   // Group 0's side of the mailbox (rank 0's main thread): blocks until the
   // driver starts a job there or finishes (then a "done" job).
@@ -70,6 +78,12 @@ class ProcessSetGroups : public TrialGroups {
 
  private:
   void receive_reports(int group);
+  // Sends `job` to the group's members that take jobs from rank 0 (its
+  // leader; every member while its set has failed), group 0's leader
+  // through the mailbox.
+  void deliver(int group, const Job& job);
+  // Records a report (from a receiving thread or the mailbox), under mu_.
+  void record(int group, JobReport report);
 
   GroupLayout layout_;
   mutable std::mutex mu_;
@@ -78,6 +92,7 @@ class ProcessSetGroups : public TrialGroups {
   std::deque<JobReport> reports_;
   std::string failure_;                // non-empty: wait_for_report throws it
   std::vector<bool> in_flight_;        // per group: a job started and not reported
+  std::vector<bool> set_failed_;       // per group: its set failed and is not replaced yet
   std::deque<Job> local_jobs_;         // group 0's mailbox
   bool stopping_ = false;
   bool finished_ = false;

@@ -30,6 +30,9 @@ enum class JobKind {
   kPromote,  // an existing trial: continue from `previous_budget` to `budget`
   kWait,     // nothing now; ask again after the next report
   kDone,     // the search has nothing more to run
+  // Never a scheduler's answer: ProcessSetGroups tells every group to
+  // replace the process sets that failed (process_set_groups.h).
+  kRegroup,
 };
 const char* job_kind_name(JobKind kind);
 

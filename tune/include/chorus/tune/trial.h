@@ -51,6 +51,10 @@ struct JobReport {
   bool failed = false;
   double metric = 0;
   std::string error;  // when failed
+  // The group's process set failed (a member threw, maybe while the others
+  // waited in one of the trial's collectives): its ranks need a new set
+  // before their next job (process_set_groups.h).
+  bool set_failed = false;
   int64_t resource_used = 0;
   double start_time = 0, end_time = 0;  // Unix time in seconds
 };
@@ -69,8 +73,11 @@ JobReport decode_report(const std::string& text);
 // on synchronised hosts).
 double unix_time_now();
 
-// Runs `fn` for `job` on `group`; catches everything it throws.
-JobReport run_trial_job(const TrialFunction& fn, const TrialJob& job, int group, ProcessSet process_set);
+// Runs `fn` for `job` on `group`; catches everything it throws. When it
+// throws, `on_throw` (if any) gets the report's error before the report is
+// returned (a group's member fails its process set there; group_member.h).
+JobReport run_trial_job(const TrialFunction& fn, const TrialJob& job, int group, ProcessSet process_set,
+                        const std::function<void(const std::string&)>& on_throw = nullptr);
 
 }  // namespace tune
 }  // namespace chorus

@@ -25,6 +25,11 @@ class TrialGroups {
   // The search is over: groups leave their loops. Jobs still running finish
   // first; their reports are dropped (a resumed search re-runs them).
   virtual void finish() = 0;
+  // Called while no job runs, after some report had set_failed: the groups
+  // whose process set failed get a new one before their next job
+  // (ProcessSetGroups: collective over every rank of the job). Groups that
+  // never report set_failed (ThreadGroups) need nothing.
+  virtual void replace_failed_groups() {}
 };
 
 }  // namespace tune

@@ -5,8 +5,10 @@
 // contiguous tensor first (and, for in-place ops, copied back by wait()).
 // Outputs are allocated on the input's device.
 //
-// Supported dtypes: uint8, int8, int32, int64, float16, bfloat16, float32,
-// float64, and bool for broadcast and allgather. Any other dtype, or a tensor
+// Supported dtypes: uint8, int8, int16, int32, int64, float16, bfloat16,
+// float32, float64, and bool for broadcast and allgather. (Chorus's uint16
+// has no torch dtype in LibTorch 1.13, which has no unsigned 16-bit type;
+// torch.uint16 arrived in 2.3, and maps to it there.) Any other dtype, or a tensor
 // that is undefined, is a chorus::Error naming the tensor and the dtype.
 // Supported devices: those a backend of this rank serves (chorus::supports():
 // the CPU; with a GPU backend, the rank's own GPU). A tensor on any other
@@ -137,6 +139,11 @@ TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string
                                 ReduceOp op = ReduceOp::kSum, const ProcessSet& process_set = {});
 ::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
                               ReduceOp op = ReduceOp::kSum, const ProcessSet& process_set = {});
+// With scale factors (see chorus.h, ReducescatterOptions).
+TorchHandle reducescatter_async(const ::torch::Tensor& tensor, const std::string& name,
+                                const ReducescatterOptions& options);
+::torch::Tensor reducescatter(const ::torch::Tensor& tensor, const std::string& name,
+                              const ReducescatterOptions& options);
 
 }  // namespace torch
 }  // namespace chorus

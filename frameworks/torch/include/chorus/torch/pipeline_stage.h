@@ -44,8 +44,9 @@ class PipelineStage {
   // output of forward(tag). The last stage runs its loss's backward instead.
   // Throws chorus::Error when forward(tag) did not run or backward ran twice.
   void backward(const std::string& tag);
-  // Waits until every message this stage sent is out and drops what the
-  // finished micro-batches kept. Call at the end of each step.
+  // Waits until every message this stage sent is out. Call at the end of
+  // each step. (A micro-batch's tensors are freed as soon as its backward has
+  // run, so under 1F1B stage s holds at most S - s micro-batches at once.)
   void finish();
 
   // When the last forward() or backward() had its input (after receiving it
@@ -59,11 +60,10 @@ class PipelineStage {
   ::torch::nn::Sequential part_;
   PipelineLayout layout_;
   std::shared_ptr<StageLink> link_;
-  // Per micro-batch tag: the output backward starts from (stages before the
-  // last) and the received input (stages after the first), kept until
-  // finish() so the gradient hook stays attached.
+  // Per micro-batch tag, stages before the last: the output backward starts
+  // from, released by backward(tag). The received input needs no entry: its
+  // micro-batch's graph holds it (and its gradient hook) until backward.
   std::map<std::string, ::torch::Tensor> outputs_;
-  std::map<std::string, ::torch::Tensor> inputs_;
   std::chrono::steady_clock::time_point input_ready_;
 };
 
