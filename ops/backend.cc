@@ -46,6 +46,15 @@ WorkPtr Backend::allreduce_pieces(const std::vector<AllreducePiece>& pieces, Dat
                                         std::to_string(pieces.size()) + " pieces in place, which it does not do"));
 }
 
+WorkPtr Backend::adasum(void* buffer, const std::vector<int64_t>& counts, DataType dtype, double factor) {
+  (void)buffer;
+  (void)dtype;
+  (void)factor;
+  return finished_work(Status::InvalidArgument(std::string("the ") + name() + " backend does not run Adasum (" +
+                                               std::to_string(counts.size()) +
+                                               " tensors): Adasum runs on CPU tensors, over MPI"));
+}
+
 Status Backend::use_allreduce_algorithm(const std::string& algorithm) {
   for (const std::string& mine : allreduce_algorithms()) {
     if (mine == algorithm) return Status::OK();

@@ -75,6 +75,13 @@ class Backend {
   virtual bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const;
   virtual WorkPtr allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
                                    double factor);
+  // Adasum (ReduceOp::kAdasum, ops/mpi/adasum.h) of a message of
+  // counts.size() tensors lying one after another in `buffer` (counts[i]
+  // elements each), in place, each tensor combined by its own dot products;
+  // the result times `factor`. dtype float16, bfloat16, float32 or float64.
+  // The backends over MPI on host memory run it; the default fails naming
+  // this backend.
+  virtual WorkPtr adasum(void* buffer, const std::vector<int64_t>& counts, DataType dtype, double factor);
   // Concatenates rank r's counts[r] elements of `input` into `output`, in
   // rank order.
   virtual WorkPtr allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,

@@ -39,6 +39,9 @@ class Forwarding : public Base {
                            double factor) override {
     return fallback_->allreduce_pieces(pieces, dtype, op, factor);
   }
+  WorkPtr adasum(void* buffer, const std::vector<int64_t>& counts, DataType dtype, double factor) override {
+    return fallback_->adasum(buffer, counts, dtype, factor);
+  }
   WorkPtr allgatherv(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype) override {
     return fallback_->allgatherv(input, output, counts, dtype);
   }

@@ -284,7 +284,7 @@ constexpr uint8_t kMaxOp = static_cast<uint8_t>(OpType::kStopTimeline);
 constexpr uint8_t kMaxResponseType = static_cast<uint8_t>(Response::Type::kStopTimeline);
 constexpr uint8_t kMaxStatusCode = static_cast<uint8_t>(StatusCode::kInProgress);
 constexpr uint8_t kMaxDtype = kNumDataTypes - 1;
-constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kProduct);
+constexpr uint8_t kMaxReduceOp = static_cast<uint8_t>(ReduceOp::kAdasum);
 constexpr uint8_t kMaxDeviceKind = static_cast<uint8_t>(Device::Kind::kCustom);
 
 void write_device(Writer* w, const Device& d) {

@@ -185,7 +185,9 @@ Handle allreduce_async(const std::string& name, const Tensor& input, const Tenso
   auto rt = runtime();
   throw_if_error(check_name(name));
   throw_if_error(check_allreduce(name, input, output, options));
-  require_member(*rt, options.process_set, "allreduce", name);
+  const std::vector<int> members = require_member(*rt, options.process_set, "allreduce", name);
+  throw_if_error(check_adasum_ranks(name, options.op, options.process_set.id,
+                                    set_size(*rt, options.process_set, members)));
   check_set_device(options.process_set, name, input.device);
   check_device(*rt, name, input.device);
   throw_if_error(rt->check_reduction(name, input.device, input.dtype));
@@ -204,7 +206,9 @@ Handle grouped_allreduce_async(const std::string& name, const std::vector<Tensor
                                         std::to_string(outputs.size()) +
                                         " outputs; expected the same non-zero number"));
   }
-  require_member(*rt, options.process_set, "grouped allreduce", name);
+  const std::vector<int> members = require_member(*rt, options.process_set, "grouped allreduce", name);
+  throw_if_error(check_adasum_ranks(name, options.op, options.process_set.id,
+                                    set_size(*rt, options.process_set, members)));
   auto handle = rt->new_handle(name, OpType::kAllreduce, static_cast<int>(inputs.size()));
   std::vector<TensorEntry> entries;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -6,7 +6,9 @@
 namespace chorus {
 namespace {
 
-bool valid_reduce_op(ReduceOp op) { return static_cast<int>(op) <= static_cast<int>(ReduceOp::kProduct); }
+bool valid_reduce_op(ReduceOp op) { return static_cast<int>(op) <= static_cast<int>(ReduceOp::kAdasum); }
+
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 Status invalid(const std::string& name, const std::string& what) {
   return Status::InvalidArgument("'" + name + "': " + what);
@@ -70,9 +72,27 @@ Status check_allreduce(const std::string& name, const Tensor& input, const Tenso
   }
   if (!valid_reduce_op(options.op)) {
     return invalid(name, "unknown reduce op value " + std::to_string(static_cast<int>(options.op)) +
-                             "; expected Sum, Average, Min, Max or Product");
+                             "; expected Sum, Average, Min, Max, Product or Adasum");
+  }
+  if (options.op == ReduceOp::kAdasum) {
+    if (!is_floating_point(input.dtype)) {
+      return invalid(name, std::string("reduce op adasum needs a floating-point tensor (float16, bfloat16, "
+                                       "float32 or float64), not ") +
+                               dtype_name(input.dtype));
+    }
+    if (input.device.kind != Device::Kind::kCPU) {
+      return invalid(name, "reduce op adasum runs on CPU tensors only, but the tensor is on " +
+                               input.device.to_string());
+    }
   }
   return check_scale_factors(name, options.prescale_factor, options.postscale_factor);
+}
+
+Status check_adasum_ranks(const std::string& name, ReduceOp op, int32_t process_set, int size) {
+  if (op != ReduceOp::kAdasum || power_of_two(size)) return Status::OK();
+  return invalid(name, "reduce op adasum needs a process set whose size is a power of two (1, 2, 4, 8, ...), "
+                       "but process set " + std::to_string(process_set) + " has " + std::to_string(size) +
+                           " ranks");
 }
 
 Status check_has_first_dim(const std::string& name, const char* op, const Tensor& tensor) {
@@ -125,6 +145,10 @@ Status check_alltoall_splits(const std::string& name, const Tensor& input, int s
 Status check_reducescatter(const std::string& name, const Tensor& input, const ReducescatterOptions& options) {
   CHORUS_RETURN_IF_ERROR(check_has_first_dim(name, "reducescatter", input));
   if (input.dtype == DataType::kBool) return invalid(name, "reducescatter does not support bool tensors");
+  if (options.op == ReduceOp::kAdasum) {
+    return invalid(name, "reducescatter does not support reduce op adasum (an allreduce op); expected Sum, "
+                         "Average, Min, Max or Product");
+  }
   if (!valid_reduce_op(options.op)) {
     return invalid(name, "unknown reduce op value " + std::to_string(static_cast<int>(options.op)) +
                              "; expected Sum, Average, Min, Max or Product");

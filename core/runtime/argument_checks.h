@@ -15,6 +15,8 @@ Status check_name(const std::string& name);
 Status check_tensor(const std::string& name, const char* role, const Tensor& tensor);
 Status check_allreduce(const std::string& name, const Tensor& input, const Tensor& output,
                        const AllreduceOptions& options);
+// Adasum (op kAdasum) over `size` ranks of `process_set`: a power of two.
+Status check_adasum_ranks(const std::string& name, ReduceOp op, int32_t process_set, int size);
 // At least one dimension (the one that is gathered, split or scattered).
 Status check_has_first_dim(const std::string& name, const char* op, const Tensor& tensor);
 Status check_root(const std::string& name, int root, int size);

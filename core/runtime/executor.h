@@ -96,6 +96,9 @@ class Executor {
   // A fused allreduce the backend reduces where the tensors lie
   // (Backend::fuses_in_place): no copies through the fusion buffer.
   Status allreduce_in_place(Run& run, int64_t total, WorkPtr* work);
+  // ReduceOp::kAdasum: the backend combines each tensor by its own dot
+  // products (Backend::adasum), so it gets the tensors' sizes.
+  Status adasum(Run& run, WorkPtr* work);
   Status allgather(Run& run, WorkPtr* work);
   Status allgather_fused(Run& run, WorkPtr* work);
   Status alltoall(Run& run, WorkPtr* work);
@@ -123,6 +126,7 @@ class Executor {
   std::vector<DeviceBuffers> buffers_;  // one per device used so far
   std::vector<AllreducePiece> pieces_;  // allreduce_in_place()'s, reused
   std::vector<DeviceOps::Copy> copies_;  // packing and unpacking, reused
+  std::vector<int64_t> counts_;          // adasum()'s tensor sizes, reused
   std::vector<Status> own_errors_;      // per entry of the current unit
   CompletionQueue completions_;
   // The entries of the unit execute() is running; nullptr between units.

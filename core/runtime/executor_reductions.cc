@@ -58,6 +58,7 @@ Status Executor::finish_integer_result(Run& run, const Response& response, void*
 
 Status Executor::allreduce(Run& run, WorkPtr* work) {
   const ExecutionUnit& unit = run.unit;
+  if (unit.front().reduce_op == ReduceOp::kAdasum) return adasum(run, work);
   if (unit.size() == 1) return allreduce_one(run, work);
 
   const Response& first = unit.front();
@@ -185,6 +186,63 @@ Status Executor::allreduce_one(Run& run, WorkPtr* work) {
   *work = run.backend->allreduce(input, output, n, dtype, op, factor);
   CHORUS_RETURN_IF_ERROR(finish_integer_result(run, response, output, n));
   if (timeline_->enabled()) timeline_->span(response.name, "ALLREDUCE", start, Clock::now());
+  return Status::OK();
+}
+
+// Each tensor is combined by its own dot products, so a fused unit is never
+// reduced where it lies (the backend needs one message and its tensors'
+// sizes): it goes through the fusion buffer; a tensor alone is reduced in
+// its output. The prescale applies as the inputs are copied, the postscale
+// (the backend's factor) to the result; Adasum is no average. A joined rank
+// contributes zeros, which leave the others' combination as it is.
+Status Executor::adasum(Run& run, WorkPtr* work) {
+  const ExecutionUnit& unit = run.unit;
+  const Response& first = unit.front();
+  const DataType dtype = first.dtype;
+  counts_.clear();
+  int64_t total = 0;
+  for (const Response& response : unit) {
+    counts_.push_back(response.elements);
+    total += response.elements;
+  }
+  const bool alone = unit.size() == 1 && run.entries[0];
+  void* buffer = nullptr;
+  if (alone) {
+    buffer = run.entries[0]->output_data;
+  } else {
+    CHORUS_RETURN_IF_ERROR(fusion_buffer(run, bytes_of(total, dtype), &buffer));
+  }
+  auto start = Clock::now();
+  copies_.clear();
+  int64_t offset = 0;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    const int64_t n = unit[i].elements;
+    char* slot = at(buffer, offset, dtype);
+    const void* input = run.entries[i] ? run.entries[i]->input_data : nullptr;
+    if (input != nullptr && first.prescale != 1.0) {
+      CHORUS_RETURN_IF_ERROR(run.device->scale(input, slot, n, dtype, first.prescale));
+    } else if (input != slot) {
+      copies_.push_back({slot, input, bytes_of(n, dtype)});  // zeros when missing
+    }
+    offset += n;
+  }
+  CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
+  if (!alone) span(run.entries, unit, "MEMCPY_IN_FUSION_BUFFER", start);
+
+  start = Clock::now();
+  *work = run.backend->adasum(buffer, counts_, dtype, first.postscale);
+  span(run.entries, unit, "ADASUM", start, {{"fused_tensors", static_cast<int64_t>(unit.size())}});
+  if (alone) return Status::OK();
+
+  start = Clock::now();
+  copies_.clear();
+  offset = 0;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    if (run.entries[i]) copies_.push_back({run.entries[i]->output_data, at(buffer, offset, dtype), bytes_of(unit[i].elements, dtype)});
+    offset += unit[i].elements;
+  }
+  CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
+  span(run.entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);
   return Status::OK();
 }
 

@@ -73,7 +73,8 @@ void fold_op(const ReducedOutput& to, const void* const* inputs, int ranks, int6
     case ReduceOp::kMin: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::MinOp{}); break;
     case ReduceOp::kMax: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::MaxOp{}); break;
     case ReduceOp::kProduct: fold<T, Accum>(out, inputs, ranks, count, load, store, kernels::ProductOp{}); break;
-    case ReduceOp::kAverage: break;  // rejected by check_arguments
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;  // rejected by check_arguments
   }
 }
 
@@ -108,8 +109,9 @@ Status check_arguments(const ReducedOutput& to, const void* const* inputs, int r
   const char* what = "reduce_ranks_in_order: ";
   if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax && op != ReduceOp::kProduct) {
     return Status::InvalidArgument(std::string(what) + "reduce op must be sum, min, max or product, got " +
-                                   (op == ReduceOp::kAverage ? std::string("average")
-                                                             : std::to_string(static_cast<int>(op))));
+                                   (op == ReduceOp::kAverage || op == ReduceOp::kAdasum
+                                        ? std::string(reduce_op_name(op))
+                                        : std::to_string(static_cast<int>(op))));
   }
   if (static_cast<int>(dtype) >= kNumDataTypes || dtype == DataType::kBool) {
     return Status::InvalidArgument(std::string(what) + "dtype must be numeric (not bool), got " +

@@ -47,7 +47,8 @@ void reduce_as(void* inout, const void* in, int64_t count, ReduceOp op) {
     case ReduceOp::kMin: reduce_typed(a, b, count, MinOp{}); break;
     case ReduceOp::kMax: reduce_typed(a, b, count, MaxOp{}); break;
     case ReduceOp::kProduct: reduce_typed(a, b, count, ProductOp{}); break;
-    case ReduceOp::kAverage: break;  // rejected by reduce_into
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;  // rejected by reduce_into
   }
 }
 
@@ -60,7 +61,8 @@ void reduce_half_as(void* inout, const void* in, int64_t count, ReduceOp op) {
     case ReduceOp::kMin: reduce_half<ToFloat, FromFloat>(a, b, count, MinOp{}); break;
     case ReduceOp::kMax: reduce_half<ToFloat, FromFloat>(a, b, count, MaxOp{}); break;
     case ReduceOp::kProduct: reduce_half<ToFloat, FromFloat>(a, b, count, ProductOp{}); break;
-    case ReduceOp::kAverage: break;  // rejected by reduce_into
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;  // rejected by reduce_into
   }
 }
 
@@ -68,6 +70,10 @@ Status check_arguments(const void* inout, const void* in, int64_t count, DataTyp
   if (op == ReduceOp::kAverage) {
     return Status::InvalidArgument(
         "reduce_into: reduce op 'average' is not element-wise; reduce with 'sum' and divide afterwards");
+  }
+  if (op == ReduceOp::kAdasum) {
+    return Status::InvalidArgument(
+        "reduce_into: reduce op 'adasum' is not element-wise; it runs as its own algorithm (ops/mpi/adasum.h)");
   }
   if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax && op != ReduceOp::kProduct) {
     return Status::InvalidArgument("reduce_into: invalid reduce op " +

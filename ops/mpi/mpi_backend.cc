@@ -39,6 +39,12 @@ MpiBackend::MpiBackend(MPI_Comm comm, const MpiTypes* types, int64_t count_limit
   if (init_status_.ok()) init_status_ = mpi_status("MPI_Comm_rank", MPI_Comm_rank(comm_, &rank_));
   if (init_status_.ok()) init_status_ = mpi_status("MPI_Comm_size", MPI_Comm_size(comm_, &size_));
   if (init_status_.ok()) ordered_.emplace(comm_, types_, rank_, size_);
+  if (init_status_.ok()) adasum_.emplace(comm_, rank_, size_, count_limit_);
+}
+
+Status MpiBackend::run_adasum(void* buffer, const std::vector<int64_t>& counts, DataType dtype, double factor) {
+  CHORUS_RETURN_IF_ERROR(check_dtype("adasum", dtype));
+  return adasum_->reduce(buffer, counts, dtype, factor);
 }
 
 Status MpiBackend::check_dtype(const char* collective, DataType dtype) const {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ops/host_backend.h"
+#include "ops/mpi/adasum.h"
 #include "ops/mpi/mpi_datatypes.h"
 #include "ops/mpi/ordered_reduction.h"
 
@@ -51,6 +52,11 @@ class MpiBackend : public HostBackend {
   bool fuses_in_place(int64_t count, DataType dtype, ReduceOp op) const override;
   WorkPtr allreduce_pieces(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
                            double factor) override;
+  // Adasum over this communicator (ops/mpi/adasum.h): a power-of-two
+  // number of ranks.
+  WorkPtr adasum(void* buffer, const std::vector<int64_t>& counts, DataType dtype, double factor) override {
+    return finished_work(run_adasum(buffer, counts, dtype, factor));
+  }
   WorkPtr allgatherv(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype) override {
     return finished_work(run_allgatherv(input, output, counts, dtype));
   }
@@ -72,6 +78,7 @@ class MpiBackend : public HostBackend {
  private:
   // The collectives, each finished when it returns.
   Status run_allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op, double factor);
+  Status run_adasum(void* buffer, const std::vector<int64_t>& counts, DataType dtype, double factor);
   Status run_allgatherv(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype);
   Status run_broadcast(void* buffer, int64_t bytes, int root);
   Status run_alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
@@ -101,6 +108,7 @@ class MpiBackend : public HostBackend {
   // tensors get bit-identical results (see ordered_reduction.h); set once
   // rank and size are known.
   std::optional<OrderedReduction> ordered_;
+  std::optional<MpiAdasum> adasum_;  // likewise
 };
 
 }  // namespace chorus

@@ -114,7 +114,8 @@ MPI_Op MpiTypes::op(DataType dtype, ReduceOp op) const {
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
     case ReduceOp::kProduct: return MPI_PROD;
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;
   }
   return MPI_OP_NULL;
 }

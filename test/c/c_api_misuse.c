@@ -171,8 +171,8 @@ static void bad_arguments(void) {
   expect(chorus_allreduce_async("op.17", &t, NULL, &options, &h), CHORUS_ERROR_INVALID_ARGUMENT,
          "'op.17': unknown reduce op code 17", "unknown reduce op");
   options.op = CHORUS_OP_ADASUM;
-  expect(chorus_allreduce_async("adasum", &t, NULL, &options, &h), CHORUS_ERROR_UNSUPPORTED,
-         "reduce op CHORUS_OP_ADASUM (5) is not supported by this build of Chorus", "Adasum");
+  expect(chorus_reducescatter_async("adasum", &t, &options, &h), CHORUS_ERROR_INVALID_ARGUMENT,
+         "'adasum': reducescatter does not support reduce op adasum (an allreduce op)", "Adasum on reducescatter");
   options.op = CHORUS_OP_SUM;
   expect(chorus_allgather_async("gather.sum", &t, &options, &h), CHORUS_ERROR_INVALID_ARGUMENT,
          "'gather.sum': allgather takes no reduce op (options->op is 0); expected CHORUS_OP_DEFAULT (-1)",

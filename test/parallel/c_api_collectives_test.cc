@@ -1,13 +1,13 @@
 // Every collective through the C API (chorus/c_api.h, libchorus_c), checked
 // against support/reference: allreduce (every dtype x every reduce op, in
 // place and out of place, prescale/postscale, integers scaled as Horovod
-// does), grouped allreduce, allgather, broadcast, alltoall, reducescatter
-// (scaled too), grouped allgather and reducescatter (each member's output
-// read from the one handle), barrier, join, point-to-point, process sets
-// (added at run time and at init), the timeline started and stopped at run
-// time, and the handle functions that read a result. Only the C API is
-// called: the library holds its own copy of the runtime, so this binary's
-// C++ runtime is never started.
+// does), Adasum, grouped allreduce, allgather, broadcast, alltoall,
+// reducescatter (scaled too), grouped allgather and reducescatter (each
+// member's output read from the one handle), barrier, join, point-to-point,
+// process sets (added at run time and at init), the timeline started and
+// stopped at run time, and the handle functions that read a result. Only
+// the C API is called: the library holds its own copy of the runtime, so
+// this binary's C++ runtime is never started.
 #include <chorus/c_api.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "support/adasum_reference.h"
 #include "support/chrome_trace.h"
 #include "support/harness.h"
 #include "support/reference.h"
@@ -291,6 +292,36 @@ TEST_F(CApiTest, IntegerAllreduceScalesAsHorovod) {
     EXPECT_TRUE(matches(p.buffer.tensor(), p.expected));
     EXPECT_TRUE(ok(chorus_handle_release(p.handle)));
   }
+}
+
+// CHORUS_OP_ADASUM: the paper's formula (support/adasum_reference.h) within
+// twice its first-order bound for float32 arithmetic, on 2 and 4 ranks; at 3
+// the job's size is refused, naming it.
+TEST_F(CApiTest, AdasumOnAPowerOfTwoJob) {
+  std::vector<std::vector<double>> grads;
+  for (int r = 0; r < size(); ++r) {
+    Buffer input = make_input(DataType::kFloat32, {257}, r, 0, kSeed + 2, Values::kRandom);
+    grads.push_back(values_of(input));
+  }
+  Buffer mine = make_input(DataType::kFloat32, {257}, rank(), 0, kSeed + 2, Values::kRandom);
+  chorus_tensor_t t = c_tensor(mine, CHORUS_FLOAT32);
+  chorus_options_t options = CHORUS_OPTIONS_INITIALIZER;
+  options.op = CHORUS_OP_ADASUM;
+  chorus_handle_t handle = CHORUS_HANDLE_NULL;
+  const chorus_result_t result = chorus_allreduce_async("adasum", &t, nullptr, &options, &handle);
+  if ((size() & (size() - 1)) != 0) {
+    EXPECT_EQ(result, CHORUS_ERROR_INVALID_ARGUMENT);
+    EXPECT_THAT(chorus_last_error(), ::testing::HasSubstr("'adasum': reduce op adasum needs a process set whose size "
+                                                          "is a power of two (1, 2, 4, 8, ...), but process set 0 "
+                                                          "has " + std::to_string(size()) + " ranks"));
+    return;
+  }
+  ASSERT_TRUE(ok(result));
+  EXPECT_TRUE(done(handle));
+  const std::vector<double> expected = adasum_reference(grads);
+  const double bound = 2.0 * adasum_tolerance(grads, 0x1p-24);
+  for (int64_t i = 0; i < mine.elements(); ++i) EXPECT_NEAR(mine.get(i), expected[i], bound) << "element " << i;
+  EXPECT_TRUE(ok(chorus_handle_release(handle)));
 }
 
 TEST_F(CApiTest, GroupedAllreduceIsOneHandle) {

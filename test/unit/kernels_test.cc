@@ -202,7 +202,8 @@ T reference_op(DataType dtype, ReduceOp op, T a, T b) {
       } else {
         return a * b;
       }
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;  // not element-wise
   }
   return T{};
 }

@@ -37,7 +37,10 @@ bool is_floating_point(DataType dtype);
 // True when `value` names a DataType; accepts the names dtype_name() returns.
 bool parse_dtype(const std::string& name, DataType* out);
 
-enum class ReduceOp : uint8_t { kSum = 0, kAverage, kMin, kMax, kProduct };
+// kAdasum: the adaptive sum of Maleki et al. (MLSys 2021), as Horovod's CPU
+// Adasum: allreduce only, floating-point CPU tensors, a process set whose
+// size is a power of two (docs/DESIGN.md, "Adasum").
+enum class ReduceOp : uint8_t { kSum = 0, kAverage, kMin, kMax, kProduct, kAdasum };
 const char* reduce_op_name(ReduceOp op);
 
 // Where a tensor's memory lives. The CPU backends handle kCPU; a GPU backend

@@ -141,9 +141,7 @@ ReduceOp reduce_op_of(const Options& options, ReduceOp fallback, const std::stri
     case CHORUS_OP_MIN: return ReduceOp::kMin;
     case CHORUS_OP_MAX: return ReduceOp::kMax;
     case CHORUS_OP_PRODUCT: return ReduceOp::kProduct;
-    case CHORUS_OP_ADASUM:
-      // return ReduceOp::kAdasum;  // once chorus/types.h has it (issue 37, item 6)
-      throw unsupported(context + ": reduce op CHORUS_OP_ADASUM (5) is not supported by this build of Chorus");
+    case CHORUS_OP_ADASUM: return ReduceOp::kAdasum;
     default:
       throw invalid(context + ": unknown reduce op code " + std::to_string(options.op) +
                     "; expected CHORUS_OP_DEFAULT (-1), CHORUS_OP_SUM (0), CHORUS_OP_AVERAGE (1), "

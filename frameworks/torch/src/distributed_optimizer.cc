@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "adasum_update.h"
 #include "chorus/torch/ops.h"
 #include "gradient_hooks.h"
 #include "gradient_reducer.h"
@@ -43,9 +44,9 @@ Status invalid(const std::string& message) {
 }
 
 void check_options(const DistributedOptimizerOptions& options) {
-  if (options.op != ReduceOp::kAverage && options.op != ReduceOp::kSum) {
+  if (options.op != ReduceOp::kAverage && options.op != ReduceOp::kSum && options.op != ReduceOp::kAdasum) {
     throw Error(invalid(std::string("reduce op ") + reduce_op_name(options.op) +
-                        " is not supported; expected average or sum"));
+                        " is not supported; expected average, sum or adasum"));
   }
   const std::string compression = compression_name(options.compression);
   if (compression == "unknown") {
@@ -73,6 +74,12 @@ void check_options(const DistributedOptimizerOptions& options) {
     throw Error(invalid("rank " + std::to_string(chorus::rank()) + " is not in process set " +
                         std::to_string(options.process_set.id) + "; expected a set this rank is a member of"));
   }
+  const int set_size = process_set_size(options.process_set);
+  if (options.op == ReduceOp::kAdasum && (set_size & (set_size - 1)) != 0) {
+    throw Error(invalid("op adasum needs a process set whose size is a power of two (1, 2, 4, 8, ...), but "
+                        "process set " + std::to_string(options.process_set.id) + " has " +
+                        std::to_string(set_size) + " ranks"));
+  }
 }
 
 // The parameters the optimizer updates, named. Parameters that do not
@@ -81,7 +88,7 @@ void check_options(const DistributedOptimizerOptions& options) {
 // are ignored.
 std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& optimizer,
                                                  const NamedList& named,
-                                                 const std::string& prefix) {
+                                                 const std::string& prefix, bool adasum) {
   std::unordered_map<std::string, size_t> position_of_name;
   std::unordered_map<const c10::TensorImpl*, const std::string*> name_of;
   for (size_t i = 0; i < named.size(); ++i) {
@@ -127,6 +134,10 @@ std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& opti
         throw Error(invalid("parameter '" + *found->second + "' has dtype " + dtype_name(dtype) +
                             "; expected a floating-point parameter"));
       }
+      if (adasum && !param.device().is_cpu()) {
+        throw Error(invalid("op adasum runs on CPU tensors only, but parameter '" + *found->second + "' is on " +
+                            param.device().str()));
+      }
       result.push_back({name, param});
     }
   }
@@ -151,10 +162,18 @@ NamedList to_list(const NamedParameters& parameters) {
 
 }  // namespace
 
+// Gradients reduced during backward (a reducer fed by hooks), or, with op
+// adasum, the optimizer's updates reduced in step() (no hooks).
 struct DistributedOptimizer::State {
-  State(std::vector<ReducedParameter> parameters, const DistributedOptimizerOptions& options)
-      : reducer(std::move(parameters), options),
-        hooks(params_of(reducer), [this](size_t index) { reducer.gradient_ready(index); }) {}
+  State(std::vector<ReducedParameter> parameters, const DistributedOptimizerOptions& options) {
+    if (options.op == ReduceOp::kAdasum) {
+      adasum = std::make_unique<AdasumUpdate>(std::move(parameters), options);
+      return;
+    }
+    reducer = std::make_unique<GradientReducer>(std::move(parameters), options);
+    hooks = std::make_unique<GradientHooks>(params_of(*reducer),
+                                            [this](size_t index) { reducer->gradient_ready(index); });
+  }
 
   static std::vector<::torch::Tensor> params_of(const GradientReducer& reducer) {
     std::vector<::torch::Tensor> params;
@@ -162,10 +181,11 @@ struct DistributedOptimizer::State {
     return params;
   }
 
-  GradientReducer reducer;
+  std::unique_ptr<GradientReducer> reducer;
+  std::unique_ptr<AdasumUpdate> adasum;
   // Declared last so it is destroyed first: no hook can run into a reducer
   // that is going away.
-  GradientHooks hooks;
+  std::unique_ptr<GradientHooks> hooks;
 };
 
 DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer,
@@ -186,18 +206,24 @@ DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer,
   refuse_lbfgs(optimizer_);
   check_options(options_);
   state_ = std::make_unique<State>(
-      reduced_parameters(optimizer_, parameters, options_.name_prefix), options_);
+      reduced_parameters(optimizer_, parameters, options_.name_prefix, options_.op == ReduceOp::kAdasum), options_);
 }
 
 DistributedOptimizer::~DistributedOptimizer() = default;
 
-void DistributedOptimizer::synchronize() { state_->reducer.synchronize(); }
+void DistributedOptimizer::synchronize() {
+  if (state_->reducer) state_->reducer->synchronize();
+}
 
 void DistributedOptimizer::step() {
+  if (state_->adasum) {
+    state_->adasum->step(optimizer_);
+    return;
+  }
   if (skip_synchronize_) {
     // The caller synchronized already (and clipped, say); gradients still on
     // the wire would be read while the runtime writes them.
-    throw_if_error(state_->reducer.check_idle("step() inside skip_synchronize()"));
+    throw_if_error(state_->reducer->check_idle("step() inside skip_synchronize()"));
   } else {
     synchronize();
   }
@@ -205,16 +231,21 @@ void DistributedOptimizer::step() {
 }
 
 void DistributedOptimizer::zero_grad() {
-  throw_if_error(state_->reducer.check_idle("zero_grad()"));
+  if (state_->reducer) throw_if_error(state_->reducer->check_idle("zero_grad()"));
   optimizer_.zero_grad();
 }
 
 int64_t DistributedOptimizer::allreduces_submitted() const {
-  return state_->reducer.allreduces_submitted();
+  return state_->reducer ? state_->reducer->allreduces_submitted() : state_->adasum->allreduces_submitted();
 }
 
 DistributedOptimizer::SkipSynchronize::SkipSynchronize(DistributedOptimizer& owner)
     : owner_(owner) {
+  if (owner_.state_->adasum) {
+    // Horovod refuses it too: there is nothing to skip.
+    throw Error(invalid("skip_synchronize() does not apply to op adasum: its step() combines the optimizer's "
+                        "updates, not the gradients, which stay local (clip them before step() without it)"));
+  }
   owner_.skip_synchronize_ = true;
 }
 

@@ -92,6 +92,19 @@ void GradScaler::unscale_(DistributedOptimizer& optimizer) {
   if (e.stage == Stage::kUnscaled) {
     throw Error(invalid("unscale_() was already called for this optimizer since the last update()"));
   }
+  if (optimizer.options().op == ReduceOp::kAdasum) {
+    // Adasum leaves the gradients local (its step() combines the updates):
+    // one allreduce of the flag among the optimizer's ranks.
+    const bool mine = unscale_local(optimizer.optimizer());
+    double flag = mine ? 1.0 : 0.0;
+    AllreduceOptions any;
+    any.op = ReduceOp::kMax;
+    any.process_set = optimizer.options().process_set;
+    chorus::allreduce(name_ + ".found_inf", Tensor(&flag, DataType::kFloat64, {1}), any);
+    e.found_inf = flag > 0.0;
+    e.stage = Stage::kUnscaled;
+    return;
+  }
   // The averaged gradients are the same bytes on every rank, and a
   // non-finite gradient on any rank made them non-finite: the local check
   // is already the agreed one.
@@ -133,6 +146,10 @@ bool GradScaler::step(DistributedOptimizer& optimizer) {
   // Synchronized by unscale_ (here or by the caller, who may have clipped
   // since): step the wrapped optimizer without a second allreduce.
   return step_after_unscale(e, [&] {
+    if (optimizer.options().op == ReduceOp::kAdasum) {
+      optimizer.step();  // no gradient allreduce to skip
+      return;
+    }
     auto skip = optimizer.skip_synchronize();
     optimizer.step();
   });

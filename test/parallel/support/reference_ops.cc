@@ -93,6 +93,7 @@ std::vector<double> reference_reduce_integers(const std::vector<Buffer>& inputs,
         case ReduceOp::kProduct:
           acc = wrap(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v), range);
           break;
+        case ReduceOp::kAdasum: ADD_FAILURE() << "reference_reduce: Adasum is not element-wise"; break;
       }
     }
     if (op == ReduceOp::kAverage) {
@@ -129,6 +130,7 @@ std::vector<double> reference_reduce(const std::vector<Buffer>& inputs, ReduceOp
         case ReduceOp::kMin: acc = std::min(acc, v); break;
         case ReduceOp::kMax: acc = std::max(acc, v); break;
         case ReduceOp::kProduct: acc *= v; break;
+        case ReduceOp::kAdasum: ADD_FAILURE() << "reference_reduce: Adasum is not element-wise (adasum_reference.h)"; break;
       }
     }
     if (op == ReduceOp::kAverage) acc /= divisor;

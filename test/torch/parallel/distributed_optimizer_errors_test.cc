@@ -92,7 +92,7 @@ TEST_F(DistributedOptimizerErrorsTest, BadOptionsAreRefused) {
   DistributedOptimizerOptions max_op;
   max_op.op = chorus::ReduceOp::kMax;
   EXPECT_EQ(refused(max_op),
-            "DistributedOptimizer: reduce op max is not supported; expected average or sum");
+            "DistributedOptimizer: reduce op max is not supported; expected average, sum or adasum");
   DistributedOptimizerOptions no_passes;
   no_passes.backward_passes_per_step = 0;
   EXPECT_EQ(refused(no_passes),

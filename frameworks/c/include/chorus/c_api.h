@@ -110,7 +110,7 @@ typedef enum chorus_reduce_op {
   CHORUS_OP_MIN = 2,
   CHORUS_OP_MAX = 3,
   CHORUS_OP_PRODUCT = 4,
-  CHORUS_OP_ADASUM = 5 /* reserved: CHORUS_ERROR_UNSUPPORTED where the build lacks it */
+  CHORUS_OP_ADASUM = 5 /* allreduce only: floating-point CPU tensors, a set whose size is a power of two */
 } chorus_reduce_op_t;
 
 typedef enum chorus_device_type {

@@ -11,6 +11,11 @@
 // gradient the moment autograd has accumulated it, so communication overlaps
 // the rest of backward. Collective names are "<prefix>.<parameter name>",
 // identical on every rank.
+//
+// With op = ReduceOp::kAdasum (Horovod's Adasum optimizer) the learning rate
+// is not scaled by size: the single-process one, e.g. AdamOptions(1e-3).
+// step() runs the wrapped optimizer on the local gradients and combines the
+// parameters' updates across the ranks with Adasum (docs/DESIGN.md, "Adasum").
 #pragma once
 
 #include <initializer_list>
@@ -37,7 +42,15 @@ const char* compression_name(Compression compression);
 Compression parse_compression(const std::string& name);
 
 struct DistributedOptimizerOptions {
-  // kAverage (the default) or kSum; other ops are refused.
+  // kAverage (the default), kSum or kAdasum; other ops are refused.
+  // kAdasum: nothing is reduced during backward; step() steps the wrapped
+  // optimizer on this rank's gradients, combines each parameter's change by
+  // Adasum across the process set and applies the result (the learning rate
+  // stays the single-process one). CPU parameters, a set whose size is a
+  // power of two; synchronize() has nothing to do, skip_synchronize() is
+  // refused, backward_passes_per_step changes nothing (passes accumulate in
+  // .grad until step()), and a failed step() leaves the parameters where
+  // they started.
   ReduceOp op = ReduceOp::kAverage;
   Compression compression = Compression::kNone;
   // Local backward passes summed into .grad before one allreduce (gradient
@@ -107,6 +120,7 @@ class DistributedOptimizer {
   //   optimizer.synchronize();
   //   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
   //   { auto skip = optimizer.skip_synchronize(); optimizer.step(); }
+  // With op kAdasum it throws chorus::Error (gradients are never reduced).
   class SkipSynchronize {
    public:
     explicit SkipSynchronize(DistributedOptimizer& owner);

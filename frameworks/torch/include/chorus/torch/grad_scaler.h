@@ -15,7 +15,9 @@
 // So the found-inf flag travels inside the gradient allreduce itself: no
 // extra collective, and every rank skips the same steps. With a plain
 // optimizer (gradients that are this rank's own) unscale_() checks the
-// local gradients and agrees with one allreduce (max) of a 1-element flag.
+// local gradients and agrees with one allreduce (max) of a 1-element flag;
+// so does a DistributedOptimizer with op kAdasum, whose gradients stay local
+// (the flag's allreduce runs over its process set).
 //
 // Gradient clipping: scaler.unscale_(optimizer); clip; scaler.step(optimizer)
 // (step() sees that the gradients are unscaled already and steps without a
@@ -42,7 +44,8 @@ struct GradScalerOptions {
   int64_t growth_interval = 2000;  // consecutive finite steps before growing, >= 1
   // Disabled: scale() returns the loss, step() just steps, update() does nothing.
   bool enabled = true;
-  // The collective name of the found-inf flag (plain optimizers only).
+  // The collective name of the found-inf flag (plain optimizers, and
+  // DistributedOptimizer with op kAdasum).
   std::string name = "grad_scaler";
 };
 

@@ -1,7 +1,9 @@
 // Learning-rate conventions of data-parallel training: the global batch is
 // size() times the per-rank batch, so the learning rate scales with size(),
 // reached gradually over a warm-up (Goyal et al., "Accurate, Large Minibatch
-// SGD"; the convention Horovod users know).
+// SGD"; the convention Horovod users know). Not with Adasum
+// (DistributedOptimizerOptions::op = kAdasum): as in Horovod, it keeps the
+// single-process learning rate.
 #pragma once
 
 #include <cstdint>
