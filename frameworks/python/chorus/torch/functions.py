@@ -1,0 +1,86 @@
+"""Broadcast of parameters, optimizer state and Python objects, and the
+allgather of objects (horovod.torch.functions)."""
+import collections
+import io
+import pickle
+
+import torch
+
+from .basics import global_process_set
+from .mpi_ops import broadcast_, broadcast_async_, allgather, synchronize, _name
+from chorus import _chorus
+
+
+def broadcast_parameters(params, root_rank, process_set=global_process_set):
+    """Overwrites every tensor of `params` (a state_dict, named_parameters(),
+    or a list of (name, tensor)) with root_rank's, in place."""
+    if isinstance(params, dict):
+        params = sorted(params.items())
+    elif isinstance(params, list):
+        params = [(name, p) for name, p in params]  # also checks the pairs
+    else:
+        raise ValueError("invalid params of type: %s" % type(params))
+    handles = []
+    for name, p in params:
+        if p is None:
+            continue
+        if not isinstance(p, torch.Tensor):
+            raise TypeError("parameter %r is a %s, not a tensor" % (name, type(p).__name__))
+        tensor = p.data if isinstance(p, torch.nn.Parameter) else p
+        handles.append(broadcast_async_(tensor, root_rank, "broadcast_parameters." + str(name),
+                                        process_set))
+    for h in handles:
+        synchronize(h)
+
+
+def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
+    """Makes every rank's optimizer state and options (param_groups) root_rank's.
+
+    The state dict is sent as one object, so optimizers whose state is not yet
+    created on some rank (no step() taken) get root's."""
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("cannot broadcast torch.optim.LBFGS state")
+    state_dict = optimizer.state_dict()
+    state_dict = broadcast_object(state_dict, root_rank, name="broadcast_optimizer_state",
+                                  process_set=process_set)
+    optimizer.load_state_dict(state_dict)
+
+
+def _to_bytes(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
+
+
+def _from_bytes(t):
+    return torch.load(io.BytesIO(t.numpy().tobytes()))
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """Returns root_rank's `obj` on every rank (pickled; tensors included)."""
+    name = _name(name, "broadcast_object")
+    if _chorus.rank() == root_rank:
+        payload = _to_bytes(obj)
+        length = torch.tensor([payload.numel()], dtype=torch.int64)
+    else:
+        payload = None
+        length = torch.zeros(1, dtype=torch.int64)
+    broadcast_(length, root_rank, name + ".size", process_set)
+    if payload is None:
+        payload = torch.empty(int(length[0]), dtype=torch.uint8)
+    broadcast_(payload, root_rank, name + ".data", process_set)
+    return obj if _chorus.rank() == root_rank else _from_bytes(payload)
+
+
+def allgather_object(obj, name=None, process_set=global_process_set):
+    """Returns the list of every rank's `obj`, in rank order of the set."""
+    name = _name(name, "allgather_object")
+    payload = _to_bytes(obj)
+    sizes = allgather(torch.tensor([payload.numel()], dtype=torch.int64), name + ".sizes",
+                      process_set)
+    data = allgather(payload, name + ".data", process_set)
+    out, offset = [], 0
+    for n in sizes.tolist():
+        out.append(_from_bytes(data[offset:offset + n]))
+        offset += n
+    return out
