@@ -91,6 +91,7 @@ def shutdown():
     from . import mpi_ops
     _chorus.shutdown()
     mpi_ops._handle_map.clear()
+    mpi_ops._noname_ids.clear()
     for ps in _registered.values():
         ps.process_set_id = None
     _registered.clear()

@@ -57,14 +57,18 @@ def _from_bytes(t):
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """Returns root_rank's `obj` on every rank (pickled; tensors included)."""
-    name = _name(name, "broadcast_object")
+    """Returns root_rank's `obj` on every rank (pickled; tensors included).
+    Unnamed, the op is named after obj's type, as in Horovod: the name must
+    agree across ranks, which a counter of this rank's ops would not after
+    ranks ran different ops (join)."""
+    name = _name(name if name is not None else type(obj).__name__, "broadcast_object")
     if _chorus.rank() == root_rank:
         payload = _to_bytes(obj)
         length = torch.tensor([payload.numel()], dtype=torch.int64)
     else:
         payload = None
         length = torch.zeros(1, dtype=torch.int64)
+    name = "broadcast_object." + name
     broadcast_(length, root_rank, name + ".size", process_set)
     if payload is None:
         payload = torch.empty(int(length[0]), dtype=torch.uint8)
@@ -73,8 +77,10 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """Returns the list of every rank's `obj`, in rank order of the set."""
-    name = _name(name, "allgather_object")
+    """Returns the list of every rank's `obj`, in rank order of the set
+    (unnamed: named after obj's type, as broadcast_object)."""
+    name = _name(name if name is not None else type(obj).__name__, "allgather_object")
+    name = "allgather_object." + name
     payload = _to_bytes(obj)
     sizes = allgather(torch.tensor([payload.numel()], dtype=torch.int64), name + ".sizes",
                       process_set)

@@ -31,6 +31,10 @@ HorovodInternalError = ChorusError
 # the handle (the C++ handle holds them too).
 _handle_map = {}
 _handle_ids = itertools.count(1)
+# Numbers of unnamed ops, one count per process set: a named op that some
+# ranks skip (as around a join), or an op on a set that this rank is not in,
+# leaves the auto-names of later unnamed ops agreeing across ranks.
+_noname_ids = {}
 
 
 class _Pending:
@@ -51,11 +55,14 @@ def _register(pending):
     return handle
 
 
-def _name(name, kind):
-    # Horovod names an unnamed op after its handle; every rank makes its ops in
-    # the same order, so the counter agrees across ranks.
+def _name(name, kind, process_set=global_process_set):
+    # Unnamed ops are numbered in the order this rank makes them on the set
+    # (Horovod numbers them by handle); members that make the same unnamed
+    # ops in the same order agree on the names.
     if name is None:
-        return "%s.noname.%d" % (kind, next(_handle_ids))
+        set_id = _set_id(process_set)
+        count = _noname_ids.setdefault(set_id, itertools.count(1))
+        return "%s.noname.%s.%d" % (kind, set_id, next(count))
     if not isinstance(name, str):
         raise TypeError("name must be a str, got %s" % type(name).__name__)
     return name
@@ -101,7 +108,7 @@ def _first(outputs):
 def _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, in_place):
     _check_tensor(tensor)
     handle = _chorus.allreduce_async(tensor.detach() if not in_place else tensor,
-                                     _name(name, "allreduce"), _chorus_op(op),
+                                     _name(name, "allreduce", process_set), _chorus_op(op),
                                      float(prescale_factor), float(postscale_factor),
                                      _set_id(process_set), in_place)
     return _register(_Pending([handle], _first))
@@ -165,7 +172,7 @@ def _grouped_allreduce_async(tensors, name, op, prescale_factor, postscale_facto
     for t in tensors:
         _check_tensor(t, "every tensor of the group")
     inputs = list(tensors) if in_place else [t.detach() for t in tensors]
-    handle = _chorus.grouped_allreduce_async(inputs, _name(name, "grouped_allreduce"),
+    handle = _chorus.grouped_allreduce_async(inputs, _name(name, "grouped_allreduce", process_set),
                                              _chorus_op(op), float(prescale_factor),
                                              float(postscale_factor), _set_id(process_set), in_place)
     return _register(_Pending([handle], lambda outs: list(outs[0])))
@@ -220,8 +227,8 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
     """Allreduce of a sparse tensor through allgathers of its indices and
-    values (as Horovod does); synchronize() returns the coalesced-on-demand
-    sparse result."""
+    values. As in Horovod, returns a function that waits and returns the
+    (uncoalesced) sparse result."""
     t = tensor.coalesce() if not tensor.is_coalesced() else tensor
     indices_handle = allgather_async(t._indices().t().contiguous(), name=name + ".indices",
                                      process_set=process_set)
@@ -235,7 +242,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
         elif op != Sum:
             raise NotImplementedError("sparse allreduce supports Average and Sum only")
         return torch.sparse_coo_tensor(indices.t(), values, size=t.size())
-    return _register(_Pending([], lambda _: finish()))
+    return finish
 
 
 # -- allgather ---------------------------------------------------------------
@@ -243,7 +250,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts a concatenation of every rank's tensor along dimension 0."""
     _check_tensor(tensor)
-    handle = _chorus.allgather_async(tensor.detach(), _name(name, "allgather"), _set_id(process_set))
+    handle = _chorus.allgather_async(tensor.detach(), _name(name, "allgather", process_set), _set_id(process_set))
     return _register(_Pending([handle], _first))
 
 
@@ -270,7 +277,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    base = _name(name, "grouped_allgather")
+    base = _name(name, "grouped_allgather", process_set)
     handles = [allgather_async(t, "%s.%d" % (base, i), process_set) for i, t in enumerate(tensors)]
     return _register(_Pending([], lambda _: [synchronize(h) for h in handles]))
 
@@ -301,7 +308,7 @@ def _broadcast_async(tensor, root_rank, name, process_set, in_place):
     if not isinstance(root_rank, int):
         raise TypeError("root_rank must be an int, got %s" % type(root_rank).__name__)
     handle = _chorus.broadcast_async(tensor if in_place else tensor.detach(), root_rank,
-                                     _name(name, "broadcast"), _set_id(process_set), in_place)
+                                     _name(name, "broadcast", process_set), _set_id(process_set), in_place)
     return _register(_Pending([handle], _first))
 
 
@@ -359,7 +366,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     """Starts an alltoall: splits[i] rows (dimension 0) go to rank i of the set
     (equal parts when None). synchronize() returns (output, received_splits)."""
     _check_tensor(tensor)
-    h = _chorus.alltoall_async(tensor.detach(), _splits_list(splits), _name(name, "alltoall"),
+    h = _chorus.alltoall_async(tensor.detach(), _splits_list(splits), _name(name, "alltoall", process_set),
                                _set_id(process_set))
 
     def finish(outs):
@@ -409,7 +416,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     gets its rows (the first rows % size ranks one more)."""
     _check_tensor(tensor)
     h = _chorus.reducescatter_async(_reducescatter_input(tensor, op, prescale_factor),
-                                    _name(name, "reducescatter"), _chorus_op(op), _set_id(process_set))
+                                    _name(name, "reducescatter", process_set), _chorus_op(op), _set_id(process_set))
 
     def finish(outs):
         out = outs[0][0]
@@ -447,7 +454,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
-    base = _name(name, "grouped_reducescatter")
+    base = _name(name, "grouped_reducescatter", process_set)
     handles = [reducescatter_async(t, "%s.%d" % (base, i), op, process_set, prescale_factor,
                                    postscale_factor) for i, t in enumerate(tensors)]
     return _register(_Pending([], lambda _: [synchronize(h) for h in handles]))
@@ -455,7 +462,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
 
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
-    base = _name(name, "grouped_reducescatter")
+    base = _name(name, "grouped_reducescatter", process_set)
     return [reducescatter(t, "%s.%d" % (base, i), compression, op, process_set, prescale_factor,
                           postscale_factor) for i, t in enumerate(tensors)]
 

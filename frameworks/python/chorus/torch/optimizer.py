@@ -172,7 +172,7 @@ class _DistributedOptimizer:
                         p.grad.set_(self._compression.decompress(out, c))
                     self._group_ready[key] = 0
                 else:
-                    out = synchronize(handle)
+                    out = handle() if callable(handle) else synchronize(handle)
                     self._delay[key] = self.backward_passes_per_step
                     if key.grad.is_sparse:
                         key.grad.zero_().add_(out)
