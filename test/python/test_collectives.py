@@ -87,6 +87,18 @@ def test_allreduce_scale_factors(rank, size):
     torch.testing.assert_close(out, reference(hvd.Sum, xs) * 1.5, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_allreduce_scales_integers_in_float64(rank, size, dtype):
+    xs = inputs(size, dtype, seed=8)
+    out = hvd.allreduce(xs[rank], op=hvd.Sum, prescale_factor=0.75, postscale_factor=1.5)
+    # Horovod's integer scaling: each input times 0.75 in float64, truncated
+    # to the dtype, summed, then times 1.5 and truncated again.
+    pre = [torch.trunc(x.double() * 0.75) for x in xs]
+    expected = torch.trunc(sum(pre) * 1.5)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.double(), expected, rtol=0, atol=0)
+
+
 def test_allreduce_average_argument(rank, size):
     xs = inputs(size, torch.float64, seed=4)
     with pytest.warns(DeprecationWarning):
@@ -107,7 +119,7 @@ def test_grouped_allreduce(rank, size):
         torch.testing.assert_close(out.double(), reference(hvd.Max, g), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("dtype", DTYPES + [torch.bool])
+@pytest.mark.parametrize("dtype", DTYPES + [torch.bool, torch.int16])
 def test_allgather_variable_rows(rank, size, dtype):
     xs = [rank_tensor(r, (r + 1, 2, 3), torch.int64).to(dtype) for r in range(size)]
     out = hvd.allgather(xs[rank])
@@ -116,7 +128,7 @@ def test_allgather_variable_rows(rank, size, dtype):
     assert torch.equal(hvd.synchronize(h), torch.cat(xs))
 
 
-@pytest.mark.parametrize("dtype", DTYPES + [torch.bool])
+@pytest.mark.parametrize("dtype", DTYPES + [torch.bool, torch.int16])
 def test_broadcast_from_every_root(rank, size, dtype):
     xs = [rank_tensor(r, SHAPE, torch.int64).to(dtype) for r in range(size)]
     for root in range(size):

@@ -33,15 +33,35 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
         synchronize(h)
 
 
-def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """Makes every rank's optimizer state and options (param_groups) root_rank's.
 
-    The state dict is sent as one object, so optimizers whose state is not yet
-    created on some rank (no step() taken) get root's."""
+    As in Horovod, a rank whose optimizer has no state yet first creates it
+    with one step on zero gradients (sparse ones for SparseAdam and for
+    `model`'s sparse embeddings under SGD), so that parameters have .grad
+    afterwards. The state dict is then sent whole, as one object."""
+    from .optimizer import _DistributedOptimizer
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
-    state_dict = optimizer.state_dict()
-    state_dict = broadcast_object(state_dict, root_rank, name="broadcast_optimizer_state",
+    if not optimizer.state_dict()["state"]:
+        sparse = set()
+        if model is not None:
+            for m in model.modules():
+                if isinstance(m, torch.nn.Embedding) and m.sparse:
+                    sparse.update(id(p) for p in m.parameters())
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.requires_grad:
+                    p.grad = torch.zeros_like(p)
+                    if isinstance(optimizer, torch.optim.SparseAdam) or \
+                            (isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
+                        p.grad = p.grad.to_sparse()
+        if isinstance(optimizer, _DistributedOptimizer):
+            # The wrapped optimizer's own step: no gradient exchange.
+            super(_DistributedOptimizer, optimizer).step()
+        else:
+            optimizer.step()
+    state_dict = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state",
                                   process_set=process_set)
     optimizer.load_state_dict(state_dict)
 

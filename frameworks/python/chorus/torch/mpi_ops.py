@@ -8,7 +8,7 @@ import warnings
 import torch
 
 from chorus import _chorus
-from chorus import ChorusError
+from chorus import ChorusError, ChorusValueError
 from .basics import global_process_set, ProcessSet
 from .basics import rank, size  # noqa: F401  (re-exported like Horovod's)
 from .compression import Compression
@@ -99,6 +99,33 @@ def _chorus_op(op):
     return _CHORUS_OPS[op]
 
 
+def _scale(tensor, factor):
+    """tensor * factor in the dtype Horovod scales in (float64 for integers,
+    float32 for float16 on the CPU), cast back to tensor's dtype."""
+    if factor == 1.0:
+        return tensor
+    if tensor.dtype.is_floating_point and tensor.dtype != torch.float16:
+        return tensor * factor
+    compute = torch.float32 if tensor.dtype == torch.float16 else torch.float64
+    return (tensor.to(compute) * factor).to(tensor.dtype)
+
+
+# Dtypes the runtime does not have yet but whose data movement (allgather,
+# broadcast) is the same as that of their bytes.
+_MOVED_AS_BYTES = (torch.int16,)
+
+
+def _as_bytes(tensor):
+    """A uint8 view of a contiguous tensor (last dimension times the element
+    size; a scalar becomes one row), and the function that views the result
+    back with the original dtype."""
+    dtype, shape = tensor.dtype, tensor.shape
+    t = tensor if tensor.is_contiguous() else tensor.contiguous()
+    flat = t.reshape(1) if t.dim() == 0 else t
+    return flat.view(torch.uint8), lambda out: out.view(dtype).reshape(
+        shape if tensor.dim() == 0 else (-1,) + tuple(shape[1:]))
+
+
 def _first(outputs):
     return outputs[0][0]
 
@@ -107,11 +134,26 @@ def _first(outputs):
 
 def _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, in_place):
     _check_tensor(tensor)
-    handle = _chorus.allreduce_async(tensor.detach() if not in_place else tensor,
-                                     _name(name, "allreduce", process_set), _chorus_op(op),
+    finish = _first
+    source = tensor if in_place else tensor.detach()
+    if not tensor.dtype.is_floating_point and (prescale_factor != 1.0 or postscale_factor != 1.0):
+        # The runtime scales floating-point tensors only; Horovod scales
+        # integers in float64 and casts back, before and after the reduction.
+        scaled = _scale(source, prescale_factor)
+        if in_place:
+            source.copy_(scaled)
+        else:
+            source = scaled
+        post = postscale_factor
+
+        def finish(outputs):
+            out = outputs[0][0]
+            return out.copy_(_scale(out, post))
+        prescale_factor = postscale_factor = 1.0
+    handle = _chorus.allreduce_async(source, _name(name, "allreduce", process_set), _chorus_op(op),
                                      float(prescale_factor), float(postscale_factor),
                                      _set_id(process_set), in_place)
-    return _register(_Pending([handle], _first))
+    return _register(_Pending([handle], finish))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -250,8 +292,12 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts a concatenation of every rank's tensor along dimension 0."""
     _check_tensor(tensor)
-    handle = _chorus.allgather_async(tensor.detach(), _name(name, "allgather", process_set), _set_id(process_set))
-    return _register(_Pending([handle], _first))
+    source, finish = tensor.detach(), _first
+    if source.dtype in _MOVED_AS_BYTES and source.dim() > 0:
+        source, restore = _as_bytes(source)
+        finish = lambda outs: restore(outs[0][0])  # noqa: E731
+    handle = _chorus.allgather_async(source, _name(name, "allgather", process_set), _set_id(process_set))
+    return _register(_Pending([handle], finish))
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -307,9 +353,14 @@ def _broadcast_async(tensor, root_rank, name, process_set, in_place):
     _check_tensor(tensor)
     if not isinstance(root_rank, int):
         raise TypeError("root_rank must be an int, got %s" % type(root_rank).__name__)
-    handle = _chorus.broadcast_async(tensor if in_place else tensor.detach(), root_rank,
-                                     _name(name, "broadcast", process_set), _set_id(process_set), in_place)
-    return _register(_Pending([handle], _first))
+    source, finish = (tensor if in_place else tensor.detach()), _first
+    if source.dtype in _MOVED_AS_BYTES and (source.is_contiguous() or not in_place):
+        # In place, the byte view shares the caller's memory.
+        source, restore = _as_bytes(source)
+        finish = (lambda outs: tensor) if in_place else (lambda outs: restore(outs[0][0]))
+    handle = _chorus.broadcast_async(source, root_rank, _name(name, "broadcast", process_set),
+                                     _set_id(process_set), in_place)
+    return _register(_Pending([handle], finish))
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
@@ -405,9 +456,10 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 def _reducescatter_input(tensor, op, prescale_factor):
     if op not in (Average, Sum, Min, Max, Product):
-        raise ValueError("reducescatter op %r is not one of Average, Sum, Min, Max, Product" % (op,))
-    t = tensor.detach()
-    return t * prescale_factor if prescale_factor != 1.0 else t
+        # Also a RuntimeError, as Horovod's runtime reports it.
+        raise ChorusValueError("reducescatter op %r is not one of Average, Sum, Min, Max, Product"
+                               % (op,))
+    return _scale(tensor.detach(), prescale_factor)
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
@@ -419,8 +471,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
                                     _name(name, "reducescatter", process_set), _chorus_op(op), _set_id(process_set))
 
     def finish(outs):
-        out = outs[0][0]
-        return out * postscale_factor if postscale_factor != 1.0 else out
+        return _scale(outs[0][0], postscale_factor)
     return _register(_Pending([h], finish))
 
 

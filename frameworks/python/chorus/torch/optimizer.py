@@ -56,7 +56,7 @@ class _DistributedOptimizer:
             raise ValueError("groups should be a positive integer or a list of lists of tensors")
 
         self._compression = compression
-        self._names = {p: name for name, p in named_parameters}
+        self._parameter_names = {p: name for name, p in named_parameters}
         self.backward_passes_per_step = backward_passes_per_step
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
@@ -77,9 +77,9 @@ class _DistributedOptimizer:
     def _register_hooks(self):
         if self._groups is not None:
             # Groups must be the same on every rank: order by rank 0's names.
-            order = broadcast_object([self._names[p] for p in self._requires_update],
+            order = broadcast_object([self._parameter_names[p] for p in self._requires_update],
                                      root_rank=0, process_set=self.process_set)
-            params = sorted(self._requires_update, key=lambda p: order.index(self._names[p]))
+            params = sorted(self._requires_update, key=lambda p: order.index(self._parameter_names[p]))
             if isinstance(self._groups, list):
                 wanted = {id(p) for p in params}
                 groups = [[p for p in g if id(p) in wanted] for g in self._groups]
@@ -107,7 +107,7 @@ class _DistributedOptimizer:
     def _reduce_async(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-        name = self._names[p]
+        name = self._parameter_names[p]
         if p.grad.is_sparse:
             if not self.sparse_as_dense:
                 return sparse_allreduce_async(p.grad, name=name, op=self.op,
@@ -121,7 +121,7 @@ class _DistributedOptimizer:
     def _reduce_group_async(self, group):
         compressed, ctxs = zip(*[self._compression.compress(p.grad) for p in group])
         pre, post = self._scale_factors()
-        return grouped_allreduce_async_(list(compressed), name=self._names[group[0]], op=self.op,
+        return grouped_allreduce_async_(list(compressed), name=self._parameter_names[group[0]], op=self.op,
                                         prescale_factor=pre, postscale_factor=post,
                                         process_set=self.process_set), ctxs
 
