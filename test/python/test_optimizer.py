@@ -155,3 +155,24 @@ def test_bad_arguments(rank, size):
                                  gradient_predivide_factor=2.0)
     with pytest.raises(TypeError):
         hvd.DistributedOptimizer(object())
+
+
+def test_sparse_embedding_gradients(rank, size):
+    # Rank r looks up rows r and 5: row 5 by every rank, row r by rank r.
+    for sparse_as_dense in (False, True):
+        torch.manual_seed(0)
+        emb = torch.nn.Embedding(6, 2, sparse=True).double()
+        before = emb.weight.detach().clone()
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(emb.parameters(), lr=1.0),
+                                       named_parameters=emb.named_parameters(),
+                                       sparse_as_dense=sparse_as_dense)
+        emb(torch.tensor([rank % 6, 5])).sum().backward()
+        opt.step()
+        assert emb.weight.grad.is_sparse
+        # The averaged gradient: 1 per lookup, summed over ranks, over size.
+        expected = torch.zeros(6, 2, dtype=torch.float64)
+        for r in range(size):
+            expected[r % 6] += 1.0
+            expected[5] += 1.0
+        expected /= size
+        torch.testing.assert_close(emb.weight.detach(), before - expected, **TOL)

@@ -108,12 +108,15 @@ class _DistributedOptimizer:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
         name = self._parameter_names[p]
-        if p.grad.is_sparse:
+        grad = p.grad
+        if grad.is_sparse:
             if not self.sparse_as_dense:
-                return sparse_allreduce_async(p.grad, name=name, op=self.op,
+                return sparse_allreduce_async(grad, name=name, op=self.op,
                                               process_set=self.process_set), None
-            p.grad = p.grad.to_dense()
-        compressed, ctx = self._compression.compress(p.grad)
+            # Reduced dense; .grad stays sparse (synchronize writes it back
+            # sparse), as optimizers such as SparseAdam require.
+            grad = grad.to_dense()
+        compressed, ctx = self._compression.compress(grad)
         pre, post = self._scale_factors()
         return allreduce_async_(compressed, name=name, op=self.op, prescale_factor=pre,
                                 postscale_factor=post, process_set=self.process_set), ctx
@@ -175,7 +178,8 @@ class _DistributedOptimizer:
                     out = handle() if callable(handle) else synchronize(handle)
                     self._delay[key] = self.backward_passes_per_step
                     if key.grad.is_sparse:
-                        key.grad.zero_().add_(out)
+                        out = self._compression.decompress(out, ctx) if ctx is not None else out
+                        key.grad.zero_().add_(out if out.is_sparse else out.to_sparse())
                     else:
                         key.grad.set_(self._compression.decompress(out, ctx))
             self._handles.clear()
