@@ -91,6 +91,9 @@ def test_topology_and_flags(rank, size):
     assert 0 <= hvd.local_rank() < hvd.local_size() and 0 <= hvd.cross_rank() < hvd.cross_size()
     assert hvd.mpi_built() and hvd.mpi_enabled() and hvd.mpi_threads_supported()
     assert not hvd.gloo_built() and not hvd.ccl_built()
+    # Horovod's nccl_built() is NCCL's version code (2.x.y: >= 2000), or 0.
+    nccl = hvd.nccl_built()
+    assert type(nccl) is int and (nccl == 0 or (nccl >= 2000 and hvd.cuda_built()))
     hvd.init()  # idempotent: still the same job
     assert hvd.rank() == rank
 

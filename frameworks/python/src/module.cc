@@ -10,6 +10,10 @@
 #include "chorus/chorus.h"
 #include "chorus/torch/ops.h"
 
+#ifdef CHORUS_PY_WITH_NCCL
+#include <nccl.h>
+#endif
+
 namespace py = pybind11;
 
 namespace {
@@ -81,10 +85,11 @@ py::dict build_flags() {
 #else
   flags["cuda"] = false;
 #endif
+  // Horovod's nccl_built() is the NCCL version code (e.g. 21805), 0 without.
 #ifdef CHORUS_PY_WITH_NCCL
-  flags["nccl"] = true;
+  flags["nccl"] = static_cast<int>(NCCL_VERSION_CODE);
 #else
-  flags["nccl"] = false;
+  flags["nccl"] = 0;
 #endif
   flags["gloo"] = false;
   flags["ccl"] = false;

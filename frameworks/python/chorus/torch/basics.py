@@ -148,6 +148,7 @@ def gloo_enabled():
 
 
 def nccl_built():
+    """The NCCL version code this build's GPU backend uses (e.g. 21805), or 0."""
     return _flags["nccl"]
 
 
