@@ -140,10 +140,12 @@ def test_broadcast_from_every_root(rank, size, dtype):
         assert torch.equal(t, xs[root])
 
 
-def test_alltoall_with_and_without_splits(rank, size):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int16])
+@pytest.mark.parametrize("shape", [(), (4,)], ids=["rows", "matrix"])
+def test_alltoall_with_and_without_splits(rank, size, dtype, shape):
     # Rank r sends (r + i) % 3 + 1 rows to rank i.
     splits = [[(r + i) % 3 + 1 for i in range(size)] for r in range(size)]
-    xs = [rank_tensor(r, (sum(splits[r]), 4), torch.float32) for r in range(size)]
+    xs = [rank_tensor(r, (sum(splits[r]),) + shape, torch.int64).to(dtype) for r in range(size)]
     pieces = [torch.split(xs[r], splits[r]) for r in range(size)]
     expected = torch.cat([pieces[r][rank] for r in range(size)])
     out, received = hvd.alltoall(xs[rank], splits=torch.tensor(splits[rank], dtype=torch.int32))

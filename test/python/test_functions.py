@@ -107,6 +107,8 @@ def test_errors(rank, size):
         hvd.allreduce(torch.ones(2), op=hvd.Adasum)
     with pytest.raises(TypeError):
         hvd.allreduce(torch.ones(2), process_set=[0])
+    with pytest.raises(ValueError, match="splits must be integers"):
+        hvd.alltoall(torch.ones(size), splits=torch.ones(size))
     # A dtype Chorus has no reduction for: refused on this rank, a ValueError
     # that is also Chorus's error class.
     with pytest.raises(ValueError) as info:

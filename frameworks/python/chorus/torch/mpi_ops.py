@@ -116,14 +116,12 @@ _MOVED_AS_BYTES = (torch.int16,)
 
 
 def _as_bytes(tensor):
-    """A uint8 view of a contiguous tensor (last dimension times the element
-    size; a scalar becomes one row), and the function that views the result
-    back with the original dtype."""
-    dtype, shape = tensor.dtype, tensor.shape
+    """A uint8 view of the tensor with one more dimension, of the element's
+    bytes (rows along dimension 0 stay rows), and the function that views a
+    result back with the original dtype."""
+    dtype = tensor.dtype
     t = tensor if tensor.is_contiguous() else tensor.contiguous()
-    flat = t.reshape(1) if t.dim() == 0 else t
-    return flat.view(torch.uint8), lambda out: out.view(dtype).reshape(
-        shape if tensor.dim() == 0 else (-1,) + tuple(shape[1:]))
+    return t.unsqueeze(-1).view(torch.uint8), lambda out: out.view(dtype).squeeze(-1)
 
 
 def _first(outputs):
@@ -405,7 +403,8 @@ def _splits_list(splits):
         return []
     if isinstance(splits, torch.Tensor):
         if splits.dtype.is_floating_point or splits.dtype == torch.bool:
-            raise TypeError("alltoall splits must be integers, got a %s tensor" % splits.dtype)
+            # A ValueError, as Horovod raises for a splits tensor of another type.
+            raise ValueError("alltoall splits must be integers, got a %s tensor" % splits.dtype)
         if splits.dim() > 1:
             raise ValueError("alltoall splits must be one-dimensional, got shape %s"
                              % list(splits.shape))
@@ -417,12 +416,15 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     """Starts an alltoall: splits[i] rows (dimension 0) go to rank i of the set
     (equal parts when None). synchronize() returns (output, received_splits)."""
     _check_tensor(tensor)
-    h = _chorus.alltoall_async(tensor.detach(), _splits_list(splits), _name(name, "alltoall", process_set),
+    source, restore = tensor.detach(), (lambda out: out)
+    if source.dtype in _MOVED_AS_BYTES and source.dim() > 0:
+        source, restore = _as_bytes(source)
+    h = _chorus.alltoall_async(source, _splits_list(splits), _name(name, "alltoall", process_set),
                                _set_id(process_set))
 
     def finish(outs):
         received = torch.tensor(h.received_splits(), dtype=torch.int32)
-        return outs[0][0], received
+        return restore(outs[0][0]), received
     return _register(_Pending([h], finish))
 
 
