@@ -104,7 +104,7 @@ def test_allreduce_average_argument(rank, size):
     with pytest.warns(DeprecationWarning):
         summed = hvd.allreduce(xs[rank], average=False)
     torch.testing.assert_close(summed, reference(hvd.Sum, xs), rtol=0, atol=0)
-    with pytest.raises(ValueError, match="supersedes average"):
+    with pytest.raises(ValueError, match="not both"):
         hvd.allreduce(xs[rank], average=True, op=hvd.Sum)
 
 

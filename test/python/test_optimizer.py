@@ -144,11 +144,11 @@ def test_bad_arguments(rank, size):
     with pytest.raises(ValueError, match="backward_passes_per_step"):
         hvd.DistributedOptimizer(sgd, named_parameters=model.named_parameters(),
                                  backward_passes_per_step=0)
-    with pytest.raises(ValueError, match="unique"):
+    with pytest.raises(ValueError, match="more than once"):
         p = list(model.parameters())
         hvd.DistributedOptimizer(sgd, named_parameters=[("a", p[0]), ("a", p[1]), ("b", p[2]),
                                                         ("c", p[3])])
-    with pytest.raises(ValueError, match="not named"):
+    with pytest.raises(ValueError, match="not in named_parameters"):
         hvd.DistributedOptimizer(sgd, named_parameters=list(model.named_parameters())[:1])
     with pytest.raises(ValueError, match="gradient_predivide_factor"):
         hvd.DistributedOptimizer(sgd, named_parameters=model.named_parameters(), op=hvd.Sum,

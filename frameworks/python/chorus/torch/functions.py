@@ -19,7 +19,8 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
     elif isinstance(params, list):
         params = [(name, p) for name, p in params]  # also checks the pairs
     else:
-        raise ValueError("invalid params of type: %s" % type(params))
+        raise ValueError("broadcast_parameters takes a dict (state_dict) or a list of (name, tensor) "
+                         "pairs, got %s" % type(params).__name__)
     handles = []
     for name, p in params:
         if p is None:
@@ -42,7 +43,8 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     afterwards. The state dict is then sent whole, as one object."""
     from .optimizer import _DistributedOptimizer
     if isinstance(optimizer, torch.optim.LBFGS):
-        raise ValueError("cannot broadcast torch.optim.LBFGS state")
+        raise ValueError("broadcast_optimizer_state does not support torch.optim.LBFGS (its state "
+                         "holds closures' history, not per-parameter tensors)")
     if not optimizer.state_dict()["state"]:
         sparse = set()
         if model is not None:

@@ -82,10 +82,10 @@ def _check_tensor(tensor, what="tensor"):
 def handle_average_backwards_compatibility(op, average):
     if op is not None:
         if average is not None:
-            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+            raise ValueError("give op or the deprecated average, not both")
         return op
     if average is not None:
-        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+        warnings.warn("average= is deprecated: use op=Average or op=Sum",
                       DeprecationWarning)
         return Average if average else Sum
     return Average

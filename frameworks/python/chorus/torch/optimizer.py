@@ -39,18 +39,18 @@ class _DistributedOptimizer:
         else:
             named_parameters = list(named_parameters)
         if any(not isinstance(item, tuple) or len(item) != 2 for item in named_parameters):
-            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
-                             "usually produced by model.named_parameters().")
+            raise ValueError("named_parameters must be (name, parameter) pairs, as "
+                             "model.named_parameters() gives")
         names = [name for name, _ in named_parameters]
         dups = sorted({n for n in names if names.count(n) > 1})
         if dups:
-            raise ValueError("Parameter names in named_parameters must be unique. "
-                             "Found duplicates: %s" % ", ".join(dups))
+            raise ValueError("named_parameters names %s more than once; each name must be unique"
+                             % ", ".join(dups))
         named_ids = {id(p) for _, p in named_parameters}
         unnamed = [id(p) for p in all_params if id(p) not in named_ids]
         if unnamed:
-            raise ValueError("named_parameters was specified, but one or more model parameters "
-                             "were not named. Python object ids: %s" % ", ".join(map(str, unnamed)))
+            raise ValueError("%d of the optimizer's parameters are not in named_parameters "
+                             "(Python ids %s)" % (len(unnamed), ", ".join(map(str, unnamed))))
         if groups is not None and not (isinstance(groups, list) or
                                        (isinstance(groups, int) and groups > 0)):
             raise ValueError("groups should be a positive integer or a list of lists of tensors")
@@ -131,9 +131,10 @@ class _DistributedOptimizer:
     def _make_hook(self, p):
         def hook(*unused):
             if self._delay[p] <= 0:
-                raise AssertionError("Gradients were computed more than backward_passes_per_step "
-                                     "times before call to step(). Increase "
-                                     "backward_passes_per_step to accumulate gradients locally.")
+                raise AssertionError("parameter '%s' got a gradient %d times without step(): "
+                                     "backward_passes_per_step is %d"
+                                     % (self._parameter_names[p], self.backward_passes_per_step + 1,
+                                        self.backward_passes_per_step))
             self._delay[p] -= 1
             if self._delay[p] > 0:
                 self._handles[p] = (None, None)
@@ -197,20 +198,17 @@ class _DistributedOptimizer:
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "context after optimizer.synchronize(). This can cause training "
-                              "slowdown. You may want to consider using "
-                              "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.")
+                warnings.warn("step() after synchronize() reduces the gradients a second "
+                              "time; call step() inside optimizer.skip_synchronize()")
             self.synchronize()
         self._synchronized = False
         return super(self._chorus_base, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
         if any(h is not None for h, _ in self._handles.values()):
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
+            raise AssertionError("zero_grad() while gradient reductions are in flight (after "
+                                 "backward(), before step() or synchronize()): they would "
+                                 "write into the zeroed gradients")
         return super(self._chorus_base, self).zero_grad(*args, **kwargs)
 
     def load_state_dict(self, *args, **kwargs):
@@ -238,13 +236,14 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         raise TypeError("DistributedOptimizer wraps a torch.optim.Optimizer, got %s"
                         % type(optimizer).__name__)
     if gradient_predivide_factor != 1.0 and op != Average:
-        raise ValueError("gradient_predivide_factor not supported with op != Average")
+        raise ValueError("gradient_predivide_factor applies to op=Average only, got op=%r" % (op,))
     if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups`", DeprecationWarning)
+        warnings.warn("num_groups is deprecated: use groups", DeprecationWarning)
         if groups is None:
             groups = num_groups
     if backward_passes_per_step <= 0:
-        raise ValueError("backward_passes_per_step must be > 0")
+        raise ValueError("backward_passes_per_step must be a positive number of passes, got %r"
+                         % (backward_passes_per_step,))
     if op == Adasum:
         raise NotImplementedError("Adasum is not available in Chorus yet")
     base = optimizer.__class__
