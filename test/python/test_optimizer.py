@@ -176,3 +176,14 @@ def test_sparse_embedding_gradients(rank, size):
             expected[5] += 1.0
         expected /= size
         torch.testing.assert_close(emb.weight.detach(), before - expected, **TOL)
+
+
+def test_step_after_synchronize_warns_and_reduces_again(rank, size):
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.0),
+                                   named_parameters=model.named_parameters())
+    x, y = global_batch(50, size)
+    loss_of(model, shard(x, rank, size), shard(y, rank, size)).backward()
+    opt.synchronize()
+    with pytest.warns(UserWarning, match=r"optimizer\.step\(\) called without optimizer\.skip_synchronize\(\)"):
+        opt.step()

@@ -198,8 +198,10 @@ class _DistributedOptimizer:
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("step() after synchronize() reduces the gradients a second "
-                              "time; call step() inside optimizer.skip_synchronize()")
+                # Horovod's scripts and tests match the text's start.
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "after optimizer.synchronize(): the gradients are reduced a "
+                              "second time")
             self.synchronize()
         self._synchronized = False
         return super(self._chorus_base, self).step(closure)
