@@ -79,3 +79,30 @@ if(CHORUS_WITH_TORCH AND NOT Torch_FOUND)
   message(FATAL_ERROR "CHORUS_WITH_TORCH=ON but LibTorch was not found (Debian: libtorch-dev)")
 endif()
 message(STATUS "Chorus: LibTorch front end: ${CHORUS_WITH_TORCH}")
+
+# The Python package (frameworks/python): a pybind11 extension for Debian's
+# interpreter, whose python3-torch is the same LibTorch as libtorch-dev's.
+# Another python3 may come first on PATH, so the default is Debian's own.
+set(CHORUS_PYTHON_EXECUTABLE /usr/bin/python3 CACHE FILEPATH
+    "The Python interpreter the chorus package is built for (it needs torch)")
+set(CHORUS_PYTHON_FOUND OFF)
+if(CHORUS_WITH_TORCH AND EXISTS "${CHORUS_PYTHON_EXECUTABLE}")
+  execute_process(COMMAND "${CHORUS_PYTHON_EXECUTABLE}" -c "import torch"
+                  RESULT_VARIABLE chorus_python_torch OUTPUT_QUIET ERROR_QUIET)
+  set(Python_EXECUTABLE "${CHORUS_PYTHON_EXECUTABLE}")
+  find_package(Python 3.8 COMPONENTS Interpreter Development.Module QUIET)
+  set(PYBIND11_FINDPYTHON ON)
+  find_package(pybind11 CONFIG QUIET)
+  find_library(CHORUS_TORCH_PYTHON_LIBRARY torch_python HINTS ${TORCH_INSTALL_PREFIX}/lib)
+  if(chorus_python_torch EQUAL 0 AND Python_FOUND AND pybind11_FOUND AND CHORUS_TORCH_PYTHON_LIBRARY)
+    set(CHORUS_PYTHON_FOUND ON)
+  endif()
+endif()
+option(CHORUS_WITH_PYTHON
+       "Build the Python package chorus (needs LibTorch, pybind11 and torch for CHORUS_PYTHON_EXECUTABLE)"
+       ${CHORUS_PYTHON_FOUND})
+if(CHORUS_WITH_PYTHON AND NOT CHORUS_PYTHON_FOUND)
+  message(FATAL_ERROR "CHORUS_WITH_PYTHON=ON but ${CHORUS_PYTHON_EXECUTABLE} with torch, pybind11 "
+                      "or libtorch_python was not found (Debian: python3-torch pybind11-dev)")
+endif()
+message(STATUS "Chorus: Python package: ${CHORUS_WITH_PYTHON} (${CHORUS_PYTHON_EXECUTABLE})")

@@ -18,6 +18,10 @@ packages=(
   # The LibTorch front end and examples; OpenBLAS replaces the reference BLAS
   # that Debian's torch links by default (about 15x faster here).
   libtorch-dev libopenblas0-pthread
+  # The Python package chorus (frameworks/python) for Debian's /usr/bin/python3:
+  # the same LibTorch as python3-torch, pybind11 for the extension, pytest and
+  # numpy for its tests.
+  python3-dev python3-torch pybind11-dev python3-pytest python3-numpy python3-setuptools python3-wheel
   # The network-namespace hosts of the multi-host tests (ip netns).
   iproute2
   # The local Slurm test cluster (scripts/slurm_cluster.sh, test/slurm/).

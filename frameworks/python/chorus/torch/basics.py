@@ -1,0 +1,198 @@
+"""Lifecycle, topology, build flags and process sets (horovod.torch's names)."""
+from chorus import _chorus
+
+_flags = _chorus.build_flags()
+
+
+class ProcessSet:
+    """A subset of the job's ranks that collectives can run over.
+
+    Made before init() (then passed to init(process_sets=...)) or with
+    add_process_set() after it; process_set_id is None until registered."""
+
+    def __init__(self, ranks_or_comm):
+        if not isinstance(ranks_or_comm, (list, tuple, range)):
+            raise TypeError("ProcessSet takes a list of ranks, got %s" % type(ranks_or_comm).__name__)
+        self.ranks = sorted(int(r) for r in ranks_or_comm)
+        if len(set(self.ranks)) != len(self.ranks):
+            raise ValueError("ProcessSet ranks %s contain a duplicate" % list(ranks_or_comm))
+        self.process_set_id = None
+
+    def _require_id(self):
+        if self.process_set_id is None:
+            raise ValueError("process set %s is not registered: pass it to init(process_sets=...) "
+                             "or add_process_set()" % self.ranks)
+        return self.process_set_id
+
+    def size(self):
+        return _chorus.process_set_size(self._require_id())
+
+    def rank(self):
+        """This process's rank within the set, or -1 when it is not a member."""
+        return _chorus.process_set_rank(self._require_id()) if self.included() else -1
+
+    def included(self):
+        return _chorus.rank() in _chorus.process_set_ranks(self._require_id())
+
+    def __eq__(self, other):
+        return isinstance(other, ProcessSet) and self.process_set_id == other.process_set_id \
+            and self.ranks == other.ranks
+
+    def __hash__(self):
+        return hash((self.process_set_id, tuple(self.ranks)))
+
+    def __repr__(self):
+        return "ProcessSet(process_set_id=%s, ranks=%s)" % (self.process_set_id, self.ranks)
+
+
+class _GlobalProcessSet(ProcessSet):
+    """Every rank of the job (id 0); its ranks are known after init()."""
+
+    def __init__(self):
+        self.process_set_id = 0
+
+    @property
+    def ranks(self):
+        return list(range(_chorus.size())) if _chorus.is_initialized() else []
+
+    def __eq__(self, other):
+        return isinstance(other, ProcessSet) and other.process_set_id == 0
+
+    def __hash__(self):
+        return hash(0)
+
+
+global_process_set = _GlobalProcessSet()
+_registered = {}  # id -> ProcessSet, the sets this process registered
+
+
+def init(comm=None, process_sets=None):
+    """Starts Chorus (idempotent). process_sets: ProcessSet objects created on
+    every rank before init, in the same order; "dynamic" is accepted and
+    changes nothing (Chorus always allows add_process_set)."""
+    if comm is not None:
+        raise ValueError("init(comm=...) is not supported by Chorus: it uses MPI_COMM_WORLD")
+    if _chorus.is_initialized():
+        return
+    static_sets = []
+    if process_sets is not None and process_sets != "dynamic":
+        for ps in process_sets:
+            if not isinstance(ps, ProcessSet):
+                raise TypeError("init(process_sets=...) takes ProcessSet objects, got %s" % type(ps).__name__)
+            static_sets.append(ps)
+    _chorus.init([ps.ranks for ps in static_sets])
+    _registered.clear()
+    for i, ps in enumerate(static_sets):
+        ps.process_set_id = i + 1
+        _registered[ps.process_set_id] = ps
+
+
+def shutdown():
+    from . import mpi_ops
+    _chorus.shutdown()
+    mpi_ops._handle_map.clear()
+    mpi_ops._noname_ids.clear()
+    for ps in _registered.values():
+        ps.process_set_id = None
+    _registered.clear()
+
+
+def is_initialized():
+    return _chorus.is_initialized()
+
+
+def _checked(fn):
+    def wrapper():
+        if not _chorus.is_initialized():
+            raise ValueError("Chorus has not been initialized; use chorus.torch.init().")
+        return fn()
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+rank = _checked(_chorus.rank)
+size = _checked(_chorus.size)
+local_rank = _checked(_chorus.local_rank)
+local_size = _checked(_chorus.local_size)
+cross_rank = _checked(_chorus.cross_rank)
+cross_size = _checked(_chorus.cross_size)
+
+
+@_checked
+def is_homogeneous():
+    """True when every node runs the same number of ranks."""
+    return _chorus.size() == _chorus.local_size() * _chorus.cross_size()
+
+
+@_checked
+def mpi_threads_supported():
+    # Chorus always runs MPI with MPI_THREAD_MULTIPLE (init refuses less).
+    return True
+
+
+def mpi_built():
+    return _flags["mpi"]
+
+
+def mpi_enabled():
+    return _flags["mpi"]
+
+
+def gloo_built():
+    return _flags["gloo"]
+
+
+def gloo_enabled():
+    return False
+
+
+def nccl_built():
+    """The NCCL version code this build's GPU backend uses (e.g. 21805), or 0."""
+    return _flags["nccl"]
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return _flags["ccl"]
+
+
+def cuda_built():
+    return _flags["cuda"]
+
+
+def rocm_built():
+    return False
+
+
+def start_timeline(file_path, mark_cycles=False):
+    raise NotImplementedError("start_timeline: use CHORUS_TIMELINE=<file> in the environment "
+                              "(no runtime timeline control in chorus.torch yet)")
+
+
+def stop_timeline():
+    raise NotImplementedError("stop_timeline: use CHORUS_TIMELINE=<file> in the environment")
+
+
+def add_process_set(process_set):
+    """Registers a new process set on every rank (a collective over the job)."""
+    ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
+    if ps.process_set_id is not None:
+        raise ValueError("process set %s is already registered with id %d" % (ps.ranks, ps.process_set_id))
+    ps.process_set_id = _chorus.add_process_set(ps.ranks)
+    _registered[ps.process_set_id] = ps
+    return ps
+
+
+def remove_process_set(process_set):
+    """Removes a registered process set (a collective over the job). Returns
+    False for the global set or an unregistered one, as Horovod does."""
+    if process_set.process_set_id in (None, 0):
+        return False
+    _chorus.remove_process_set(process_set.process_set_id)
+    _registered.pop(process_set.process_set_id, None)
+    process_set.process_set_id = None
+    return True

@@ -1,0 +1,213 @@
+// chorus._chorus: the Python binding of the runtime (lifecycle, topology,
+// process sets, build flags) and of the LibTorch front end's collectives.
+// Horovod's Python semantics (names, handles, autograd, the optimizer) live in
+// the pure-Python package above it (chorus/torch/); this module only moves
+// tensors in and out of the C++ API and maps its errors.
+#include <torch/extension.h>
+
+#include <pybind11/stl.h>
+
+#include "chorus/chorus.h"
+#include "chorus/torch/ops.h"
+
+#ifdef CHORUS_PY_WITH_NCCL
+#include <nccl.h>
+#endif
+
+namespace py = pybind11;
+
+namespace {
+
+// The Python classes chorus::Error becomes: ChorusError (a RuntimeError, as
+// Horovod's HorovodInternalError is), and ChorusValueError for bad arguments,
+// which is also a ValueError.
+PyObject* g_chorus_error = nullptr;
+PyObject* g_chorus_value_error = nullptr;
+
+chorus::ReduceOp reduce_op_of(int op) {
+  switch (op) {
+    case static_cast<int>(chorus::ReduceOp::kSum): return chorus::ReduceOp::kSum;
+    case static_cast<int>(chorus::ReduceOp::kAverage): return chorus::ReduceOp::kAverage;
+    case static_cast<int>(chorus::ReduceOp::kMin): return chorus::ReduceOp::kMin;
+    case static_cast<int>(chorus::ReduceOp::kMax): return chorus::ReduceOp::kMax;
+    case static_cast<int>(chorus::ReduceOp::kProduct): return chorus::ReduceOp::kProduct;
+    default: break;
+  }
+  throw py::value_error("op " + std::to_string(op) +
+                        " is not a reduce op of this build (expected Average, Sum, Min, Max or Product)");
+}
+
+chorus::AllreduceOptions allreduce_options(int op, double prescale, double postscale, int set_id) {
+  chorus::AllreduceOptions options;
+  options.op = reduce_op_of(op);
+  options.prescale_factor = prescale;
+  options.postscale_factor = postscale;
+  options.process_set.id = set_id;
+  return options;
+}
+
+chorus::ProcessSet set_of(int id) {
+  chorus::ProcessSet set;
+  set.id = id;
+  return set;
+}
+
+// The caller's end of one collective. wait() releases the GIL: other Python
+// threads (a data loader, another rank's op on this process) keep running
+// while this one waits for the other ranks.
+class PyHandle {
+ public:
+  explicit PyHandle(chorus::torch::TorchHandle handle) : handle_(std::move(handle)) {}
+
+  std::vector<torch::Tensor> wait() const {
+    {
+      py::gil_scoped_release release;
+      handle_.wait();
+    }
+    return handle_.outputs();
+  }
+  bool poll() const { return handle_.test(); }
+  std::vector<int64_t> received_splits() const {
+    py::gil_scoped_release release;
+    return handle_.received_splits();
+  }
+
+ private:
+  chorus::torch::TorchHandle handle_;
+};
+
+py::dict build_flags() {
+  py::dict flags;
+  flags["mpi"] = true;
+  flags["shared_memory"] = true;
+#ifdef CHORUS_PY_WITH_CUDA
+  flags["cuda"] = true;
+#else
+  flags["cuda"] = false;
+#endif
+  // Horovod's nccl_built() is the NCCL version code (e.g. 21805), 0 without.
+#ifdef CHORUS_PY_WITH_NCCL
+  flags["nccl"] = static_cast<int>(NCCL_VERSION_CODE);
+#else
+  flags["nccl"] = 0;
+#endif
+  flags["gloo"] = false;
+  flags["ccl"] = false;
+  return flags;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_chorus, m) {
+  m.doc() = "Chorus runtime and LibTorch collectives (use chorus.torch)";
+
+  g_chorus_error = PyErr_NewExceptionWithDoc(
+      "chorus._chorus.ChorusError",
+      "A collective or the runtime failed; the message says what, where and why.",
+      PyExc_RuntimeError, nullptr);
+  py::object bases = py::make_tuple(py::handle(g_chorus_error), py::handle(PyExc_ValueError));
+  g_chorus_value_error = PyErr_NewExceptionWithDoc(
+      "chorus._chorus.ChorusValueError", "A bad argument, found by Chorus.",
+      bases.ptr(), nullptr);
+  m.attr("ChorusError") = py::handle(g_chorus_error);
+  m.attr("ChorusValueError") = py::handle(g_chorus_value_error);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const chorus::Error& e) {
+      PyErr_SetString(e.code() == chorus::StatusCode::kInvalidArgument ? g_chorus_value_error
+                                                                         : g_chorus_error,
+                      e.what());
+    }
+  });
+
+  m.attr("OP_SUM") = static_cast<int>(chorus::ReduceOp::kSum);
+  m.attr("OP_AVERAGE") = static_cast<int>(chorus::ReduceOp::kAverage);
+  m.attr("OP_MIN") = static_cast<int>(chorus::ReduceOp::kMin);
+  m.attr("OP_MAX") = static_cast<int>(chorus::ReduceOp::kMax);
+  m.attr("OP_PRODUCT") = static_cast<int>(chorus::ReduceOp::kProduct);
+
+  m.def("build_flags", &build_flags);
+  m.def(
+      "init",
+      [](const std::vector<std::vector<int>>& process_sets) {
+        chorus::InitOptions options;
+        options.process_sets = process_sets;
+        py::gil_scoped_release release;
+        chorus::init(options);
+      },
+      py::arg("process_sets") = std::vector<std::vector<int>>{});
+  m.def("shutdown", [] {
+    py::gil_scoped_release release;
+    chorus::shutdown();
+  });
+  m.def("is_initialized", &chorus::is_initialized);
+  m.def("rank", &chorus::rank);
+  m.def("size", &chorus::size);
+  m.def("local_rank", &chorus::local_rank);
+  m.def("local_size", &chorus::local_size);
+  m.def("cross_rank", &chorus::cross_rank);
+  m.def("cross_size", &chorus::cross_size);
+
+  m.def("add_process_set", [](const std::vector<int>& ranks) {
+    py::gil_scoped_release release;
+    return chorus::add_process_set(ranks).id;
+  });
+  m.def("remove_process_set", [](int id) {
+    py::gil_scoped_release release;
+    chorus::remove_process_set(set_of(id));
+  });
+  m.def("process_set_ranks", [](int id) { return chorus::process_set_ranks(set_of(id)); });
+  m.def("process_set_rank", [](int id) { return chorus::process_set_rank(set_of(id)); });
+  m.def("process_set_size", [](int id) { return chorus::process_set_size(set_of(id)); });
+  m.def("process_set_ids", [] {
+    std::vector<int> ids;
+    for (const auto& set : chorus::process_sets()) ids.push_back(set.id);
+    return ids;
+  });
+
+  py::class_<PyHandle>(m, "Handle")
+      .def("wait", &PyHandle::wait,
+           "Waits (without the GIL) and returns the outputs; raises ChorusError on failure.")
+      .def("poll", &PyHandle::poll)
+      .def("received_splits", &PyHandle::received_splits);
+
+  namespace ct = chorus::torch;
+  m.def("allreduce_async",
+        [](const torch::Tensor& t, const std::string& name, int op, double pre, double post,
+           int set, bool in_place) {
+          auto options = allreduce_options(op, pre, post, set);
+          return PyHandle(in_place ? ct::allreduce_async_(t, name, options)
+                                   : ct::allreduce_async(t, name, options));
+        });
+  m.def("grouped_allreduce_async",
+        [](const std::vector<torch::Tensor>& ts, const std::string& name, int op, double pre,
+           double post, int set, bool in_place) {
+          auto options = allreduce_options(op, pre, post, set);
+          return PyHandle(in_place ? ct::grouped_allreduce_async_(ts, name, options)
+                                   : ct::grouped_allreduce_async(ts, name, options));
+        });
+  m.def("allgather_async", [](const torch::Tensor& t, const std::string& name, int set) {
+    return PyHandle(ct::allgather_async(t, name, set_of(set)));
+  });
+  m.def("broadcast_async",
+        [](const torch::Tensor& t, int root, const std::string& name, int set, bool in_place) {
+          return PyHandle(in_place ? ct::broadcast_async_(t, root, name, set_of(set))
+                                   : ct::broadcast_async(t, root, name, set_of(set)));
+        });
+  m.def("alltoall_async", [](const torch::Tensor& t, const std::vector<int64_t>& splits,
+                             const std::string& name, int set) {
+    return PyHandle(ct::alltoall_async(t, name, splits, set_of(set)));
+  });
+  m.def("reducescatter_async", [](const torch::Tensor& t, const std::string& name, int op, int set) {
+    return PyHandle(ct::reducescatter_async(t, name, reduce_op_of(op), set_of(set)));
+  });
+  m.def("barrier", [](int set) {
+    py::gil_scoped_release release;
+    chorus::barrier(set_of(set));
+  });
+  m.def("join", [] {
+    py::gil_scoped_release release;
+    return chorus::join();
+  });
+}
