@@ -23,12 +23,12 @@ namespace {
 
 std::string box(bool on) { return on ? "    [X] " : "    [ ] "; }
 
+#ifdef CHORUS_WITH_CUDA
 // CUDA's versions are major * 1000 + minor * 10.
 std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
-#ifdef CHORUS_WITH_CUDA
 // The toolkit this build compiled against, and what this machine has now:
 // the driver's CUDA version and the GPUs it shows this process.
 std::string describe_cuda() {

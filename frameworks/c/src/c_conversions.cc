@@ -9,7 +9,6 @@ namespace chorus::c_api {
 namespace {
 
 CApiError invalid(const std::string& text) { return CApiError(CHORUS_ERROR_INVALID_ARGUMENT, text); }
-CApiError unsupported(const std::string& text) { return CApiError(CHORUS_ERROR_UNSUPPORTED, text); }
 
 // The part of each options struct that version 1 of the API defined: a
 // struct from a program built against version 1 is at least this long.
