@@ -247,7 +247,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         raise ValueError("backward_passes_per_step must be a positive number of passes, got %r"
                          % (backward_passes_per_step,))
     if op == Adasum:
-        raise NotImplementedError("Adasum is not available in Chorus yet")
+        raise NotImplementedError("DistributedOptimizer(op=Adasum) is not available in chorus.torch "
+                                  "yet: use allreduce(op=Adasum) on the updates")
     base = optimizer.__class__
     cls = type(base.__name__, (_DistributedOptimizer, base), {"_chorus_base": _DistributedOptimizer})
     distributed = cls.__new__(cls)
