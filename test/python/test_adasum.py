@@ -1,9 +1,10 @@
-"""op=Adasum against the adaptive sum of Maleki et al. (MLSys 2021), computed
-here in float64: two ranks' vectors a and b combine into
-(1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b, and a power-of-two number
-of ranks combines neighbours first (ranks 0+1, 2+3, ...), then those results,
-as Horovod's recursive halving does. Inputs are chosen so that every step is
-exact in float32 and float64: orthogonal vectors add, identical ones stay."""
+"""op=Adasum (allreduce, DistributedOptimizer) against the adaptive sum of
+Maleki et al. (MLSys 2021), computed here in float64: two ranks' vectors a
+and b combine into (1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b, and a
+power-of-two number of ranks combines neighbours first (ranks 0+1, 2+3,
+...), then those results, as Horovod's recursive halving does. Inputs are
+chosen so that every step is exact in float32 and float64: orthogonal
+vectors add, identical ones stay."""
 import numpy as np
 import pytest
 import torch
@@ -84,9 +85,43 @@ def test_adasum_refuses_what_it_does_not_reduce(rank, size):
         hvd.reducescatter(torch.ones(2 * size), op=hvd.Adasum)
     with pytest.raises(hvd.HorovodInternalError, match="reducescatter does not support reduce op adasum"):
         hvd.grouped_reducescatter([torch.ones(2 * size)], op=hvd.Adasum)
-    with pytest.raises(NotImplementedError, match="DistributedOptimizer"):
-        hvd.DistributedOptimizer(torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1.0),
-                                 op=hvd.Adasum)
+    w = torch.nn.Parameter(torch.ones(2))
+    with pytest.raises(ValueError, match="does not take groups"):
+        hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0), op=hvd.Adasum, groups=1)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0), op=hvd.Adasum)
+    with pytest.raises(AssertionError, match="skip_synchronize"):
+        with opt.skip_synchronize():
+            pass
+
+
+@pytest.mark.parametrize("passes", [1, 2])
+@pytest.mark.parametrize("case", [orthogonal, identical, dyadic])
+def test_distributed_optimizer_adasum_combines_the_updates(rank, size, case, passes):
+    # SGD's update of w is -lr * (accumulated gradient) = -lr * passes * c_r
+    # on rank r; the ranks' updates combine by Adasum, starting from w0. The
+    # unused parameter v gets no gradient: its update is zero on every rank.
+    if not is_power_of_two(size) or (case is dyadic and size > 2):
+        pytest.skip("the reference needs a power-of-two number of ranks (dyadic: 2)")
+    c = case(rank, size)
+    w0 = np.arange(len(c), dtype=np.float64) - 1.0
+    w = torch.nn.Parameter(torch.tensor(w0))
+    v = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([w, v], lr=0.5), named_parameters=[("w", w), ("v", v)],
+                                   op=hvd.Adasum, backward_passes_per_step=passes)
+    for _ in range(passes):
+        (w * torch.tensor(c)).sum().backward()
+    opt.step()
+    updates = [-0.5 * passes * case(r, size) for r in range(size)]
+    np.testing.assert_array_equal(w.detach().numpy(), w0 + adasum_reference(updates))
+    np.testing.assert_array_equal(v.detach().numpy(), np.ones(3))
+    # A second step starts from the combined value.
+    opt.zero_grad()
+    (w * torch.tensor(c)).sum().backward()
+    if passes == 1:
+        opt.step()
+        second = [-0.5 * case(r, size) for r in range(size)]
+        expected = w0 + adasum_reference(updates) + adasum_reference(second)
+        np.testing.assert_array_equal(w.detach().numpy(), expected)
 
 
 def test_adasum_refuses_other_sizes(rank, size):
@@ -94,5 +129,9 @@ def test_adasum_refuses_other_sizes(rank, size):
         pytest.skip("needs a number of ranks that is not a power of two")
     with pytest.raises(ValueError, match="power of two .* has %d ranks" % size):
         hvd.allreduce(torch.ones(4), op=hvd.Adasum, name="adasum.size")
+    w = torch.nn.Parameter(torch.ones(4))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0), op=hvd.Adasum)
+    with pytest.raises(ValueError, match="power of two"):
+        w.sum().backward()
     # ... and the runtime goes on working.
     assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(size)))
