@@ -7,7 +7,7 @@ import torch
 import chorus.torch as hvd
 from conftest import rank_tensor, ulp_rtol
 
-DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
           torch.float32, torch.float64]
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 SHAPE = (3, 5)
@@ -39,7 +39,7 @@ def assert_reduced(out, expected, dtype, op):
         # Integer averages: Chorus rounds the sum's quotient toward zero, as
         # integer division does.
         expected = torch.trunc(expected)
-    if op == hvd.Product and dtype in (torch.uint8, torch.int8):
+    if op == hvd.Product and dtype in (torch.uint8, torch.int8, torch.int16):
         # Wraps around like the dtype's own multiplication.
         expected = expected.to(torch.int64).to(dtype).double()
     torch.testing.assert_close(out.double(), expected, rtol=ulp_rtol(dtype) if op == hvd.Average else 0,
@@ -87,7 +87,7 @@ def test_allreduce_scale_factors(rank, size):
     torch.testing.assert_close(out, reference(hvd.Sum, xs) * 1.5, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32, torch.int64])
 def test_allreduce_scales_integers_in_float64(rank, size, dtype):
     xs = inputs(size, dtype, seed=8)
     out = hvd.allreduce(xs[rank], op=hvd.Sum, prescale_factor=0.75, postscale_factor=1.5)
@@ -97,6 +97,28 @@ def test_allreduce_scales_integers_in_float64(rank, size, dtype):
     expected = torch.trunc(sum(pre) * 1.5)
     assert out.dtype == dtype
     torch.testing.assert_close(out.double(), expected, rtol=0, atol=0)
+
+
+def horovod_integer_average(xs, pre, post, size):
+    """Horovod's integer Average with factors: each input times pre in
+    float64, truncated; their sum times post / size in float64, truncated
+    (one truncation after the sum, not one per step)."""
+    summed = sum(torch.trunc(x.double() * pre) for x in xs)
+    return torch.trunc(summed * (post / size))
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32])
+def test_integer_average_with_factors_truncates_once(rank, size, dtype):
+    xs = inputs(size, dtype, seed=9, shape=(64,))
+    # post / size is exact in float64 at 2 and 3 ranks (0.75, 0.5).
+    expected = horovod_integer_average(xs, 0.75, 1.5, size)
+    out = hvd.allreduce(xs[rank], op=hvd.Average, prescale_factor=0.75, postscale_factor=1.5)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.double(), expected, rtol=0, atol=0)
+    rows = [64 // size + (1 if r < 64 % size else 0) for r in range(size)]
+    begin = sum(rows[:rank])
+    out = hvd.reducescatter(xs[rank], op=hvd.Average, prescale_factor=0.75, postscale_factor=1.5)
+    torch.testing.assert_close(out.double(), expected[begin:begin + rows[rank]], rtol=0, atol=0)
 
 
 def test_allreduce_average_argument(rank, size):
@@ -119,7 +141,7 @@ def test_grouped_allreduce(rank, size):
         torch.testing.assert_close(out.double(), reference(hvd.Max, g), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("dtype", DTYPES + [torch.bool, torch.int16])
+@pytest.mark.parametrize("dtype", DTYPES + [torch.bool])
 def test_allgather_variable_rows(rank, size, dtype):
     xs = [rank_tensor(r, (r + 1, 2, 3), torch.int64).to(dtype) for r in range(size)]
     out = hvd.allgather(xs[rank])
@@ -128,7 +150,7 @@ def test_allgather_variable_rows(rank, size, dtype):
     assert torch.equal(hvd.synchronize(h), torch.cat(xs))
 
 
-@pytest.mark.parametrize("dtype", DTYPES + [torch.bool, torch.int16])
+@pytest.mark.parametrize("dtype", DTYPES + [torch.bool])
 def test_broadcast_from_every_root(rank, size, dtype):
     xs = [rank_tensor(r, SHAPE, torch.int64).to(dtype) for r in range(size)]
     for root in range(size):
@@ -172,6 +194,53 @@ def test_reducescatter(rank, size, op):
                                rtol=0, atol=0)
 
 
+def test_grouped_allgather_one_unit(rank, size):
+    dtypes = [torch.int16, torch.float32, torch.bool]
+    groups = [[rank_tensor(r, (r + 1 + i, 2), torch.int64, seed=20 + i).to(dt) for r in range(size)]
+              for i, dt in enumerate(dtypes)]
+    outs = hvd.grouped_allgather([g[rank] for g in groups], name="gag")
+    assert len(outs) == len(groups)
+    for out, g in zip(outs, groups):
+        assert torch.equal(out, torch.cat(g))
+    h = hvd.grouped_allgather_async([g[rank] for g in groups])
+    for out, g in zip(hvd.synchronize(h), groups):
+        assert torch.equal(out, torch.cat(g))
+    # Member 1's trailing dimension differs across ranks: the whole group
+    # fails on every rank, member 0 included, naming the member.
+    with pytest.raises(hvd.HorovodInternalError, match=r"gag\.bad\.1"):
+        hvd.grouped_allgather([torch.ones(1, 2), torch.ones(1, 2 + rank)], name="gag.bad")
+    assert torch.equal(hvd.allgather(torch.tensor([rank])), torch.arange(size))
+    with pytest.raises(ValueError, match="non-empty list"):
+        hvd.grouped_allgather([])
+
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average])
+def test_grouped_reducescatter_with_factors(rank, size, op):
+    shapes = [(2 * size + 1, 3), (size, 2), (3 * size,)]
+    groups = [inputs(size, torch.float64, seed=30 + i, shape=s) for i, s in enumerate(shapes)]
+    outs = hvd.grouped_reducescatter([g[rank] for g in groups], op=op, prescale_factor=2.0,
+                                     postscale_factor=0.25, name="grs.%d" % op)
+    for out, g, s in zip(outs, groups, shapes):
+        rows = [s[0] // size + (1 if r < s[0] % size else 0) for r in range(size)]
+        begin = sum(rows[:rank])
+        # Powers of two and small integers: exact in float64 (an Average
+        # divides once more, by size).
+        expected = reference(op, g)[begin:begin + rows[rank]] * 0.5
+        torch.testing.assert_close(out, expected, rtol=ulp_rtol(torch.float64), atol=0)
+    h = hvd.grouped_reducescatter_async([g[rank] for g in groups], op=hvd.Sum)
+    assert len(hvd.synchronize(h)) == len(groups)
+
+
+def test_grouped_reducescatter_gradient(rank, size):
+    # Horovod's gradient: the grouped allgather of the incoming gradients,
+    # times size for Sum, times the factors.
+    xs = [torch.ones(2 * size, 3, requires_grad=True), torch.ones(size, requires_grad=True)]
+    outs = hvd.grouped_reducescatter(xs, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0)
+    sum(o.sum() for o in outs).backward()
+    for x in xs:
+        torch.testing.assert_close(x.grad, torch.full(x.shape, size * 1.5), rtol=0, atol=0)
+
+
 def test_process_set_collectives(rank, size):
     members = [0, size - 1]
     ps = hvd.add_process_set(members)
@@ -208,6 +277,29 @@ def test_barrier_and_join(rank, size):
     # Named: the ranks ran different numbers of ops, so auto-names (numbered
     # by this rank's ops, as Horovod's) would not agree.
     assert hvd.allgather(torch.tensor([last]), name="join.last").tolist() == [last] * size
+
+
+def test_join_fails_other_collectives_on_every_rank(rank, size):
+    # Rank 0 joins; every other rank's allgather, broadcast, alltoall and
+    # reducescatter fail (HorovodInternalError, naming rank 0) instead of
+    # waiting for it, and the ranks then join too.
+    if rank == 0:
+        last = hvd.join()
+    else:
+        t = torch.ones(size, 2)
+        calls = [
+            lambda: hvd.allgather(t, name="join.ag"),
+            lambda: hvd.broadcast(t, size - 1, name="join.bc"),
+            lambda: hvd.alltoall(t, name="join.a2a"),
+            lambda: hvd.reducescatter(t, name="join.rs"),
+            lambda: hvd.grouped_allgather([t, t], name="join.gag"),
+        ]
+        for call in calls:
+            with pytest.raises(hvd.HorovodInternalError, match="rank 0 has joined"):
+                call()
+        last = hvd.join()
+    assert last in range(1, size)
+    assert hvd.allgather(torch.tensor([last]), name="join.fail.last").tolist() == [last] * size
 
 
 def test_sparse_allreduce(rank, size):

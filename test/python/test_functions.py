@@ -103,8 +103,6 @@ def test_errors(rank, size):
         hvd.allreduce([1.0, 2.0])
     with pytest.raises(ValueError, match="op"):
         hvd.allreduce(torch.ones(2), op=42)
-    with pytest.raises(NotImplementedError, match="Adasum"):
-        hvd.allreduce(torch.ones(2), op=hvd.Adasum)
     with pytest.raises(TypeError):
         hvd.allreduce(torch.ones(2), process_set=[0])
     with pytest.raises(ValueError, match="splits must be integers"):

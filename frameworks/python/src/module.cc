@@ -31,10 +31,11 @@ chorus::ReduceOp reduce_op_of(int op) {
     case static_cast<int>(chorus::ReduceOp::kMin): return chorus::ReduceOp::kMin;
     case static_cast<int>(chorus::ReduceOp::kMax): return chorus::ReduceOp::kMax;
     case static_cast<int>(chorus::ReduceOp::kProduct): return chorus::ReduceOp::kProduct;
+    case static_cast<int>(chorus::ReduceOp::kAdasum): return chorus::ReduceOp::kAdasum;
     default: break;
   }
   throw py::value_error("op " + std::to_string(op) +
-                        " is not a reduce op of this build (expected Average, Sum, Min, Max or Product)");
+                        " is not a reduce op of this build (expected Average, Sum, Min, Max, Product or Adasum)");
 }
 
 chorus::AllreduceOptions allreduce_options(int op, double prescale, double postscale, int set_id) {
@@ -50,6 +51,16 @@ chorus::ProcessSet set_of(int id) {
   chorus::ProcessSet set;
   set.id = id;
   return set;
+}
+
+chorus::ReducescatterOptions reducescatter_options(int op, double prescale, double postscale,
+                                                   int set_id) {
+  chorus::ReducescatterOptions options;
+  options.op = reduce_op_of(op);
+  options.prescale_factor = prescale;
+  options.postscale_factor = postscale;
+  options.process_set.id = set_id;
+  return options;
 }
 
 // The caller's end of one collective. wait() releases the GIL: other Python
@@ -126,6 +137,7 @@ PYBIND11_MODULE(_chorus, m) {
   m.attr("OP_MIN") = static_cast<int>(chorus::ReduceOp::kMin);
   m.attr("OP_MAX") = static_cast<int>(chorus::ReduceOp::kMax);
   m.attr("OP_PRODUCT") = static_cast<int>(chorus::ReduceOp::kProduct);
+  m.attr("OP_ADASUM") = static_cast<int>(chorus::ReduceOp::kAdasum);
 
   m.def("build_flags", &build_flags);
   m.def(
@@ -199,9 +211,20 @@ PYBIND11_MODULE(_chorus, m) {
                              const std::string& name, int set) {
     return PyHandle(ct::alltoall_async(t, name, splits, set_of(set)));
   });
-  m.def("reducescatter_async", [](const torch::Tensor& t, const std::string& name, int op, int set) {
-    return PyHandle(ct::reducescatter_async(t, name, reduce_op_of(op), set_of(set)));
+  m.def("grouped_allgather_async",
+        [](const std::vector<torch::Tensor>& ts, const std::string& name, int set) {
+          return PyHandle(ct::grouped_allgather_async(ts, name, set_of(set)));
+        });
+  m.def("reducescatter_async", [](const torch::Tensor& t, const std::string& name, int op,
+                                  double pre, double post, int set) {
+    return PyHandle(ct::reducescatter_async(t, name, reducescatter_options(op, pre, post, set)));
   });
+  m.def("grouped_reducescatter_async",
+        [](const std::vector<torch::Tensor>& ts, const std::string& name, int op, double pre,
+           double post, int set) {
+          return PyHandle(
+              ct::grouped_reducescatter_async(ts, name, reducescatter_options(op, pre, post, set)));
+        });
   m.def("barrier", [](int set) {
     py::gil_scoped_release release;
     chorus::barrier(set_of(set));
@@ -209,5 +232,13 @@ PYBIND11_MODULE(_chorus, m) {
   m.def("join", [] {
     py::gil_scoped_release release;
     return chorus::join();
+  });
+  m.def("start_timeline", [](const std::string& path, bool mark_cycles) {
+    py::gil_scoped_release release;
+    ct::start_timeline(path, mark_cycles);
+  });
+  m.def("stop_timeline", [] {
+    py::gil_scoped_release release;
+    ct::stop_timeline();
   });
 }

@@ -169,12 +169,18 @@ def rocm_built():
 
 
 def start_timeline(file_path, mark_cycles=False):
-    raise NotImplementedError("start_timeline: use CHORUS_TIMELINE=<file> in the environment "
-                              "(no runtime timeline control in chorus.torch yet)")
+    """Rank 0 writes the Chrome trace of the collectives from here on to
+    file_path (CYCLE_START markers too with mark_cycles). Collective: every
+    rank calls it with the same arguments."""
+    if not isinstance(file_path, str):
+        raise TypeError("file_path must be a str, got %s" % type(file_path).__name__)
+    _chorus.start_timeline(file_path, bool(mark_cycles))
 
 
 def stop_timeline():
-    raise NotImplementedError("stop_timeline: use CHORUS_TIMELINE=<file> in the environment")
+    """Ends the trace start_timeline() began; rank 0's file is complete JSON
+    once this returns. Collective."""
+    _chorus.stop_timeline()
 
 
 def add_process_set(process_set):

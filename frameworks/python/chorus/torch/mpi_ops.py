@@ -21,8 +21,8 @@ Min = 3
 Max = 4
 Product = 5
 
-_CHORUS_OPS = {Average: _chorus.OP_AVERAGE, Sum: _chorus.OP_SUM, Min: _chorus.OP_MIN,
-               Max: _chorus.OP_MAX, Product: _chorus.OP_PRODUCT}
+_CHORUS_OPS = {Average: _chorus.OP_AVERAGE, Sum: _chorus.OP_SUM, Adasum: _chorus.OP_ADASUM,
+               Min: _chorus.OP_MIN, Max: _chorus.OP_MAX, Product: _chorus.OP_PRODUCT}
 
 HorovodInternalError = ChorusError
 
@@ -92,36 +92,9 @@ def handle_average_backwards_compatibility(op, average):
 
 
 def _chorus_op(op):
-    if op == Adasum:
-        raise NotImplementedError("Adasum is not available in Chorus yet")
     if op not in _CHORUS_OPS:
-        raise ValueError("op %r is not one of Average, Sum, Min, Max, Product" % (op,))
+        raise ValueError("op %r is not one of Average, Sum, Adasum, Min, Max, Product" % (op,))
     return _CHORUS_OPS[op]
-
-
-def _scale(tensor, factor):
-    """tensor * factor in the dtype Horovod scales in (float64 for integers,
-    float32 for float16 on the CPU), cast back to tensor's dtype."""
-    if factor == 1.0:
-        return tensor
-    if tensor.dtype.is_floating_point and tensor.dtype != torch.float16:
-        return tensor * factor
-    compute = torch.float32 if tensor.dtype == torch.float16 else torch.float64
-    return (tensor.to(compute) * factor).to(tensor.dtype)
-
-
-# Dtypes the runtime does not have yet but whose data movement (allgather,
-# broadcast) is the same as that of their bytes.
-_MOVED_AS_BYTES = (torch.int16,)
-
-
-def _as_bytes(tensor):
-    """A uint8 view of the tensor with one more dimension, of the element's
-    bytes (rows along dimension 0 stay rows), and the function that views a
-    result back with the original dtype."""
-    dtype = tensor.dtype
-    t = tensor if tensor.is_contiguous() else tensor.contiguous()
-    return t.unsqueeze(-1).view(torch.uint8), lambda out: out.view(dtype).squeeze(-1)
 
 
 def _first(outputs):
@@ -132,26 +105,12 @@ def _first(outputs):
 
 def _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, in_place):
     _check_tensor(tensor)
-    finish = _first
     source = tensor if in_place else tensor.detach()
-    if not tensor.dtype.is_floating_point and (prescale_factor != 1.0 or postscale_factor != 1.0):
-        # The runtime scales floating-point tensors only; Horovod scales
-        # integers in float64 and casts back, before and after the reduction.
-        scaled = _scale(source, prescale_factor)
-        if in_place:
-            source.copy_(scaled)
-        else:
-            source = scaled
-        post = postscale_factor
-
-        def finish(outputs):
-            out = outputs[0][0]
-            return out.copy_(_scale(out, post))
-        prescale_factor = postscale_factor = 1.0
+    # The runtime scales integers as Horovod does (in double, truncated).
     handle = _chorus.allreduce_async(source, _name(name, "allreduce", process_set), _chorus_op(op),
                                      float(prescale_factor), float(postscale_factor),
                                      _set_id(process_set), in_place)
-    return _register(_Pending([handle], finish))
+    return _register(_Pending([handle], _first))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -207,10 +166,7 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
 
 def _grouped_allreduce_async(tensors, name, op, prescale_factor, postscale_factor, process_set,
                              in_place):
-    if not isinstance(tensors, (list, tuple)) or not tensors:
-        raise ValueError("grouped ops take a non-empty list of tensors")
-    for t in tensors:
-        _check_tensor(t, "every tensor of the group")
+    _check_group(tensors)
     inputs = list(tensors) if in_place else [t.detach() for t in tensors]
     handle = _chorus.grouped_allreduce_async(inputs, _name(name, "grouped_allreduce", process_set),
                                              _chorus_op(op), float(prescale_factor),
@@ -290,12 +246,9 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts a concatenation of every rank's tensor along dimension 0."""
     _check_tensor(tensor)
-    source, finish = tensor.detach(), _first
-    if source.dtype in _MOVED_AS_BYTES and source.dim() > 0:
-        source, restore = _as_bytes(source)
-        finish = lambda outs: restore(outs[0][0])  # noqa: E731
-    handle = _chorus.allgather_async(source, _name(name, "allgather", process_set), _set_id(process_set))
-    return _register(_Pending([handle], finish))
+    handle = _chorus.allgather_async(tensor.detach(), _name(name, "allgather", process_set),
+                                     _set_id(process_set))
+    return _register(_Pending([handle], _first))
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -320,10 +273,21 @@ def allgather(tensor, name=None, process_set=global_process_set):
     return HorovodAllgather.apply(tensor, name, process_set)
 
 
+def _check_group(tensors):
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise ValueError("grouped ops take a non-empty list of tensors")
+    for t in tensors:
+        _check_tensor(t, "every tensor of the group")
+
+
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    base = _name(name, "grouped_allgather", process_set)
-    handles = [allgather_async(t, "%s.%d" % (base, i), process_set) for i, t in enumerate(tensors)]
-    return _register(_Pending([], lambda _: [synchronize(h) for h in handles]))
+    """Starts an allgather of each tensor, negotiated as one unit (a mismatch
+    in any member fails the whole group on every rank)."""
+    _check_group(tensors)
+    handle = _chorus.grouped_allgather_async([t.detach() for t in tensors],
+                                             _name(name, "grouped_allgather", process_set),
+                                             _set_id(process_set))
+    return _register(_Pending([handle], lambda outs: list(outs[0])))
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -342,6 +306,7 @@ class HorovodGroupedAllgather(torch.autograd.Function):
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    _check_group(tensors)
     return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
 
 
@@ -351,14 +316,10 @@ def _broadcast_async(tensor, root_rank, name, process_set, in_place):
     _check_tensor(tensor)
     if not isinstance(root_rank, int):
         raise TypeError("root_rank must be an int, got %s" % type(root_rank).__name__)
-    source, finish = (tensor if in_place else tensor.detach()), _first
-    if source.dtype in _MOVED_AS_BYTES and (source.is_contiguous() or not in_place):
-        # In place, the byte view shares the caller's memory.
-        source, restore = _as_bytes(source)
-        finish = (lambda outs: tensor) if in_place else (lambda outs: restore(outs[0][0]))
+    source = tensor if in_place else tensor.detach()
     handle = _chorus.broadcast_async(source, root_rank, _name(name, "broadcast", process_set),
                                      _set_id(process_set), in_place)
-    return _register(_Pending([handle], finish))
+    return _register(_Pending([handle], _first))
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
@@ -416,15 +377,12 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     """Starts an alltoall: splits[i] rows (dimension 0) go to rank i of the set
     (equal parts when None). synchronize() returns (output, received_splits)."""
     _check_tensor(tensor)
-    source, restore = tensor.detach(), (lambda out: out)
-    if source.dtype in _MOVED_AS_BYTES and source.dim() > 0:
-        source, restore = _as_bytes(source)
-    h = _chorus.alltoall_async(source, _splits_list(splits), _name(name, "alltoall", process_set),
+    h = _chorus.alltoall_async(tensor.detach(), _splits_list(splits), _name(name, "alltoall", process_set),
                                _set_id(process_set))
 
     def finish(outs):
         received = torch.tensor(h.received_splits(), dtype=torch.int32)
-        return restore(outs[0][0]), received
+        return outs[0][0], received
     return _register(_Pending([h], finish))
 
 
@@ -456,12 +414,13 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 # -- reducescatter -----------------------------------------------------------
 
-def _reducescatter_input(tensor, op, prescale_factor):
-    if op not in (Average, Sum, Min, Max, Product):
-        # Also a RuntimeError, as Horovod's runtime reports it.
+def _reducescatter_op(op):
+    # Also a RuntimeError, as Horovod's runtime reports it; the runtime
+    # refuses Adasum (an allreduce op) with its own message.
+    if op not in _CHORUS_OPS:
         raise ChorusValueError("reducescatter op %r is not one of Average, Sum, Min, Max, Product"
                                % (op,))
-    return _scale(tensor.detach(), prescale_factor)
+    return _chorus_op(op)
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
@@ -469,12 +428,10 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     """Starts a reduction whose dimension 0 is split over the ranks: rank r
     gets its rows (the first rows % size ranks one more)."""
     _check_tensor(tensor)
-    h = _chorus.reducescatter_async(_reducescatter_input(tensor, op, prescale_factor),
-                                    _name(name, "reducescatter", process_set), _chorus_op(op), _set_id(process_set))
-
-    def finish(outs):
-        return _scale(outs[0][0], postscale_factor)
-    return _register(_Pending([h], finish))
+    h = _chorus.reducescatter_async(tensor.detach(), _name(name, "reducescatter", process_set),
+                                    _reducescatter_op(op), float(prescale_factor),
+                                    float(postscale_factor), _set_id(process_set))
+    return _register(_Pending([h], _first))
 
 
 class HorovodReducescatter(torch.autograd.Function):
@@ -507,17 +464,42 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
-    base = _name(name, "grouped_reducescatter", process_set)
-    handles = [reducescatter_async(t, "%s.%d" % (base, i), op, process_set, prescale_factor,
-                                   postscale_factor) for i, t in enumerate(tensors)]
-    return _register(_Pending([], lambda _: [synchronize(h) for h in handles]))
+    """Starts a reducescatter of each tensor, negotiated as one unit."""
+    _check_group(tensors)
+    h = _chorus.grouped_reducescatter_async([t.detach() for t in tensors],
+                                            _name(name, "grouped_reducescatter", process_set),
+                                            _reducescatter_op(op), float(prescale_factor),
+                                            float(postscale_factor), _set_id(process_set))
+    return _register(_Pending([h], lambda outs: list(outs[0])))
+
+
+class HorovodGroupedReducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, process_set, prescale_factor, postscale_factor, *tensors):
+        ctx.op = op
+        ctx.process_set = process_set
+        ctx.scale = prescale_factor * postscale_factor
+        return tuple(synchronize(grouped_reducescatter_async(list(tensors), name, op, process_set,
+                                                             prescale_factor, postscale_factor)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        # As for one tensor: the grouped allgather of the scaled gradients.
+        factor = ctx.scale * (ctx.process_set.size() if ctx.op == Sum else 1)
+        grads = [(g * factor).contiguous() for g in grad_output]
+        return (None, None, None, None, None,
+                *grouped_allgather(grads, process_set=ctx.process_set))
 
 
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
-    base = _name(name, "grouped_reducescatter", process_set)
-    return [reducescatter(t, "%s.%d" % (base, i), compression, op, process_set, prescale_factor,
-                          postscale_factor) for i, t in enumerate(tensors)]
+    """Reduces a list of tensors as one unit, this rank keeping its rows of
+    each; differentiable."""
+    _check_group(tensors)
+    compressed = [compression.compress(t) for t in tensors]
+    outs = HorovodGroupedReducescatter.apply(name, op, process_set, prescale_factor,
+                                             postscale_factor, *[c for c, _ in compressed])
+    return [compression.decompress(t, ctx) for t, (_, ctx) in zip(outs, compressed)]
 
 
 # -- handles, join, barrier --------------------------------------------------

@@ -204,14 +204,14 @@ class _DistributedOptimizer:
                               "second time")
             self.synchronize()
         self._synchronized = False
-        return super(self._chorus_base, self).step(closure)
+        return self._chorus_wrapped.step(self, closure)
 
     def zero_grad(self, *args, **kwargs):
         if any(h is not None for h, _ in self._handles.values()):
             raise AssertionError("zero_grad() while gradient reductions are in flight (after "
                                  "backward(), before step() or synchronize()): they would "
                                  "write into the zeroed gradients")
-        return super(self._chorus_base, self).zero_grad(*args, **kwargs)
+        return self._chorus_wrapped.zero_grad(self, *args, **kwargs)
 
     def load_state_dict(self, *args, **kwargs):
         self._handles = {}
@@ -219,12 +219,78 @@ class _DistributedOptimizer:
         self._should_synchronize = True
         for p in self._delay:
             self._delay[p] = self.backward_passes_per_step
-        return super(self._chorus_base, self).load_state_dict(*args, **kwargs)
+        return self._chorus_wrapped.load_state_dict(self, *args, **kwargs)
 
     def set_backward_passes_per_step(self, passes):
         self.backward_passes_per_step = passes
         for p in self._delay:
             self._delay[p] = passes
+
+
+class _DistributedAdasumOptimizer(_DistributedOptimizer):
+    """op=Adasum, Horovod's delta optimizer: as autograd finishes each
+    parameter's gradient, the wrapped optimizer steps that parameter alone
+    from where step() last left it; the change it made (the delta) is
+    combined over the ranks by an Adasum allreduce, and step() sets the
+    parameter to its starting value plus the combined delta. Gradients are
+    never reduced, so the learning rate is not scaled by the number of ranks."""
+
+    def _chorus_setup(self, *args):
+        super()._chorus_setup(*args)
+        # Each parameter's value when its step began (step() adds the delta).
+        self._starts = {p: torch.zeros_like(p, requires_grad=False) for p in self._requires_update}
+
+    def _register_hooks(self):
+        if self._groups is not None:
+            raise ValueError("DistributedOptimizer(op=Adasum) does not take groups: each "
+                             "parameter's delta is its own allreduce")
+        super()._register_hooks()
+
+    def _reduce_async(self, p):
+        # Step p alone: the other parameters are out of every group meanwhile.
+        kept = [group["params"] for group in self.param_groups]
+        for group in self.param_groups:
+            group["params"] = [q for q in group["params"] if q is p]
+        try:
+            start = self._starts[p]
+            start.copy_(p.data)
+            self._chorus_wrapped.step(self)
+            p.data.sub_(start)
+        finally:
+            for group, params in zip(self.param_groups, kept):
+                group["params"] = params
+        compressed, ctx = self._compression.compress(p.data)
+        return allreduce_async_(compressed, name=self._parameter_names[p], op=Adasum,
+                                process_set=self.process_set), ctx
+
+    def synchronize(self):
+        # Nothing to wait for before step(): the deltas are step()'s.
+        pass
+
+    @contextmanager
+    def skip_synchronize(self):
+        raise AssertionError("skip_synchronize() does not apply to op=Adasum: step() combines "
+                             "the parameters' updates, not their gradients")
+        yield  # pragma: no cover
+
+    def step(self, closure=None):
+        if size() == 1 or not self.process_set.included():
+            return self._chorus_wrapped.step(self, closure)
+        loss = closure() if closure is not None else None
+        for p in self._requires_update:
+            # Parameters autograd did not reach, or reached fewer than
+            # backward_passes_per_step times, step now.
+            handle, _ = self._handles.get(p, (None, None))
+            if handle is None:
+                self._handles[p] = self._reduce_async(p)
+        for p, (handle, ctx) in self._handles.items():
+            delta = self._compression.decompress(synchronize(handle), ctx)
+            start = self._starts[p]
+            start.add_(delta)
+            p.data.copy_(start)
+            self._delay[p] = self.backward_passes_per_step
+        self._handles.clear()
+        return loss
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
@@ -246,10 +312,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if backward_passes_per_step <= 0:
         raise ValueError("backward_passes_per_step must be a positive number of passes, got %r"
                          % (backward_passes_per_step,))
-    if op == Adasum:
-        raise NotImplementedError("Adasum is not available in Chorus yet")
     base = optimizer.__class__
-    cls = type(base.__name__, (_DistributedOptimizer, base), {"_chorus_base": _DistributedOptimizer})
+    mixin = _DistributedAdasumOptimizer if op == Adasum else _DistributedOptimizer
+    cls = type(base.__name__, (mixin, base), {"_chorus_wrapped": base})
     distributed = cls.__new__(cls)
     # The same object's state: param_groups, state and defaults are shared.
     distributed.__dict__.update(optimizer.__dict__)
