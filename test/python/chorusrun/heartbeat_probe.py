@@ -17,9 +17,13 @@ Python program can make it: the GIL is held by Python code the whole time.
         before it joins an allreduce the others wait in: it must not be
         declared lost (its runtime beats without the GIL), and the average
         must be right.
+In heartbeat mode every rank also catches SIGTERM in Python and carries on,
+as a training script that checkpoints on SIGTERM may: the job must end by
+the runtime's own abort, not by a launcher's SIGTERM.
 <token> only marks the processes. A Python rank has no test device, so the
 FAULT_HEARTBEAT line says device=none."""
 import os
+import signal
 import socket
 import sys
 import threading
@@ -37,6 +41,7 @@ def spin_forever():
 
 
 def heartbeat(victims):
+    signal.signal(signal.SIGTERM, lambda *_: print("rank %d: SIGTERM caught, carrying on" % hvd.rank(), flush=True))
     rank = hvd.rank()
     victim = rank in victims
     handle = hvd.allreduce_async(torch.ones(64), name="hb.victim" if victim else "hb.pending")
