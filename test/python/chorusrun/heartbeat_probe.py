@@ -34,6 +34,12 @@ import torch
 import chorus.torch as hvd
 
 
+def say(line):
+    """One line in one write: the ranks share the launcher's output, and
+    print() writes the text and its newline separately."""
+    os.write(1, (line + "\n").encode())
+
+
 def spin_forever():
     x = 0
     while True:
@@ -41,12 +47,12 @@ def spin_forever():
 
 
 def heartbeat(victims):
-    signal.signal(signal.SIGTERM, lambda *_: print("rank %d: SIGTERM caught, carrying on" % hvd.rank(), flush=True))
+    signal.signal(signal.SIGTERM, lambda *_: say("rank %d: SIGTERM caught, carrying on" % hvd.rank()))
     rank = hvd.rank()
     victim = rank in victims
     handle = hvd.allreduce_async(torch.ones(64), name="hb.victim" if victim else "hb.pending")
     hvd.barrier()
-    print("FAULT_READY rank=%d pid=%d host=%s" % (rank, os.getpid(), socket.gethostname()), flush=True)
+    say("FAULT_READY rank=%d pid=%d host=%s" % (rank, os.getpid(), socket.gethostname()))
     threading.Thread(target=spin_forever, daemon=True).start()
     error = "none: the allreduce succeeded"
     deadline = time.time() + 120
@@ -58,8 +64,7 @@ def heartbeat(victims):
         error = str(e)
     line = "FAULT_HEARTBEAT rank=%d role=%s at=%.3f device=none error=%s\n" % (
         rank, "victim" if victim else "survivor", time.time(), error)
-    sys.stdout.write(line)
-    sys.stdout.flush()
+    say(line.rstrip("\n"))
     report_dir = os.environ.get("FAULT_REPORT_DIR")
     if report_dir:
         with open(os.path.join(report_dir, "rank-%d" % rank), "w") as f:
@@ -80,8 +85,8 @@ def slow(seconds):
         failure = "" if bool((result == expected).all()) else "wrong average %s" % result[0].item()
     except hvd.HorovodInternalError as e:
         failure = str(e)
-    print("FAULT_SURVIVOR rank=%d %s%s after=%.3f" % (rank, "ok" if not failure else "FAILED: ", failure,
-                                                      time.time() - start), flush=True)
+    say("FAULT_SURVIVOR rank=%d %s%s after=%.3f" % (rank, "ok" if not failure else "FAILED: ", failure,
+                                                    time.time() - start))
     hvd.shutdown()
 
 
