@@ -123,8 +123,10 @@ else
     "$log" || fail "chorusrun did not blame the frozen host alone"
   grep -qE 'chorusrun: elastic: rank [01] reported rank 2 \(host [^)]*\) lost' "$log" ||
     fail "no survivor's lost report for rank 2"
-  # The survivors' Python saw it: HorovodInternalError out of hvd.elastic.run.
-  grep -qE "ChorusError: Chorus stopped while .* rank 2 \(host $netns_name3, pid [0-9]+\) stopped answering" "$log" ||
+  # The survivors' Python saw it: HorovodInternalError out of hvd.elastic.run
+  # ("Chorus stopped while <op> was pending: ..." or, for an op submitted
+  # after the loss, "Chorus stopped: ...").
+  grep -qE "ChorusError: Chorus stopped.*: rank 2 \(host $netns_name3, pid [0-9]+\) stopped answering" "$log" ||
     fail "no survivor raised HorovodInternalError naming rank 2"
   final_size=2 min_restarts=1
 fi
