@@ -61,10 +61,12 @@ Status Communication::start(const Config& agreed, const std::vector<BackendMaker
       agreed, topology_, mpi_->data_comm(), std::make_unique<MpiBackend>(mpi_->data_comm(), &mpi_->types()), &host));
   host_ = host.get();
   backends_.add(std::move(host));
-  // Where the allreduces take shared memory (every rank alike), so does the
-  // negotiation's bit vector.
-  const std::vector<std::string> algorithms = host_->allreduce_algorithms();
-  if (std::find(algorithms.begin(), algorithms.end(), "shm") != algorithms.end()) negotiate_through_shm(agreed);
+  // On one host the negotiation's bit vector goes through shared memory,
+  // whichever path the allreduces take (every rank alike): over MPI its
+  // non-blocking allreduce cost ~2.7 us of a 4 KiB allreduce's ~11 us with
+  // CHORUS_SHM_ALLREDUCE=off (docs/MEASUREMENTS.md, "Negotiation through
+  // shared memory").
+  if (topology_.nodes == 1 && topology_.size > 1) negotiate_through_shm(agreed);
   return Status::OK();
 }
 
