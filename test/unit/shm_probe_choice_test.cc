@@ -157,6 +157,23 @@ TEST_F(ShmProbeCache, RoundTripThenCorruptTruncatedForeignAndMalformedAreRefused
   EXPECT_TRUE(load_shm_probe(path, key, &loaded, &warning)) << warning;
 }
 
+// chorusrun --check-build's listing: a valid file by its key and choice,
+// a corrupt one by its path and why it is not used.
+TEST_F(ShmProbeCache, DescribeListsValidAndUnusableFiles) {
+  EXPECT_TRUE(describe_shm_probe_cache().empty());
+  const std::string key = shm_probe_cache_key(2, 256 * KiB);
+  const auto choice = choose_allreduce_paths(samples_where({{10, 9, 8}, {40, 50, 30}}));
+  ASSERT_TRUE(store_shm_probe(shm_probe_cache_path(key), key, choice).ok());
+  const std::string bad = folder_ + "/chorus/shm-probe-0000000000000000";
+  std::ofstream(bad) << "junk";
+  const std::vector<std::string> lines = describe_shm_probe_cache();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "Shared-memory probe cache '" + bad +
+                          "' is not a Chorus shared-memory probe cache (expected it to start with 'CHORUS-SHM-PROBE "
+                          "1'); measured again by the next job");
+  EXPECT_EQ(lines[1], key + ": " + choice.describe());
+}
+
 Status parse(std::map<std::string, std::string> values, Config* config) {
   return Config::from_env(config, [&values](const char* name) -> const char* {
     const auto found = values.find(name);
