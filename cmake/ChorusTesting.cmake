@@ -11,7 +11,10 @@ set(CHORUS_MPI_TEST_ENV
   # Oversubscribed ranks must yield instead of spinning.
   OMPI_MCA_mpi_yield_when_idle=1
   # Open MPI keeps allocations until MPI_Finalize; LeakSanitizer would report them.
-  ASAN_OPTIONS=detect_leaks=0)
+  ASAN_OPTIONS=detect_leaks=0
+  # The shared-memory probe's cache (ops/shm/shm_probe_cache.h): measured
+  # under the suite's load, so kept in the build tree, not the user's.
+  XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-cache)
 
 function(chorus_add_unit_test name)
   add_executable(${name} ${ARGN})

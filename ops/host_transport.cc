@@ -9,6 +9,7 @@
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_backend.h"
 #include "ops/shm/shm_group.h"
+#include "ops/shm/shm_probe.h"
 #include "ops/shm/shm_selection.h"
 
 namespace chorus {
@@ -59,7 +60,14 @@ Status make_host_backend(const Config& config, const Topology& topology, MPI_Com
   CHORUS_LOG(kDebug, "shared-memory allreduce among " << topology.size << " ranks, mode "
                                                       << shm_allreduce_mode_name(selection.mode) << ", from "
                                                       << selection.threshold_bytes << " bytes");
-  *out = std::make_unique<ShmBackend>(std::move(mpi), std::move(group), options, selection);
+  auto backend = std::make_unique<ShmBackend>(std::move(mpi), std::move(group), options, selection);
+  // The sizes auto sends to shared memory, and the engine's store mode
+  // (with "on" too), by measurement on this machine (shm_probe.h).
+  if (config.effective_shm_probe() != ShmProbeMode::kOff) {
+    CHORUS_RETURN_IF_ERROR(probe_and_choose(config, comm, topology.rank, topology.size, options.chunk_bytes,
+                                            selection, backend.get()));
+  }
+  *out = std::move(backend);
   return Status::OK();
 }
 

@@ -154,15 +154,18 @@ write_run_json() {  # [finished]: run.json, rewritten at the end with the finish
     "$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 ))" "$(uname -sr)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
     "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty" "$tunables" \
     "$(mpirun --version 2>/dev/null | head -n 1)" \
-    "$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo unknown)" "$only" <<'PY'
+    "$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo unknown)" "$only" \
+    "${memcpy_64mib_Bps:-}" <<'PY'
 import datetime, json, sys
 (path, command, quick, started, finished, host, nproc, cpu, mem, kernel, load, commit, tunables, mpi,
- torch, only) = sys.argv[1:]
+ torch, only, memcpy) = sys.argv[1:]
 iso = lambda t: datetime.datetime.fromtimestamp(int(t), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 run = {"command": command, "mode": "quick" if quick == "1" else "full", "started": iso(started),
        "machine": {"host": host, "nproc": int(nproc), "cpu_model": cpu or "unknown", "memory_bytes": int(mem),
                    "kernel": kernel, "load_average": load},
        "git_commit": commit, "glibc_tunables": tunables, "mpi_library": mpi or "unknown", "torch_version": torch}
+if memcpy:
+    run["machine"]["memcpy_64mib_Bps"] = float(memcpy)  # one rank alone, at the start of this run
 if only:
     run["sections"] = only.split(",")  # a run of --only: these sections, nothing else
 if finished:
@@ -171,6 +174,23 @@ json.dump(run, open(path, "w"), indent=2)
 PY
 }
 write_run_json
+
+# The machine's memory bandwidth, for the page's machine line: one memcpy of
+# 64 MiB by one rank alone (chorus_bench's memcpy ceiling at np=1), median of
+# 10 after warm-up. Every figure is still a ratio against a peer measured in
+# the same run; this says what kind of machine the ratios come from.
+measure_memcpy() {
+  local json="$results_dir/memcpy-64mib.json"
+  env "GLIBC_TUNABLES=$tunables" mpirun -np 1 -x GLIBC_TUNABLES "$chorus_bench" --sizes 64MiB --repeats 10 \
+    --latency-repeats 10 --idle-seconds 0 --json "$json" >"$results_dir/memcpy-64mib.log" 2>&1 ||
+    die "measuring memcpy of 64 MiB failed; see $results_dir/memcpy-64mib.log"
+  memcpy_64mib_Bps=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["allreduce"][0]["memcpy_Bps"])' "$json")
+  log "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $cores cores;" \
+    "memcpy of 64 MiB $(python3 -c 'import sys; print(f"{float(sys.argv[1]) / 1e9:.2f}")' "$memcpy_64mib_Bps") GB/s"
+  write_run_json
+}
+memcpy_64mib_Bps=""
+[[ -n "$only" ]] || measure_memcpy
 
 # One word of a command as a shell would need it (quoted only when it must be).
 shell_word() {

@@ -129,7 +129,19 @@ const Variable kVariables[] = {
      [](const std::string& v, Config* c) { return parse_shm_mode(v, &c->shm_allreduce); }},
     {"CHORUS_SHM_ALLREDUCE_THRESHOLD", "an integer number of bytes in [0, 1099511627776]",
      [](const std::string& v, Config* c) {
+       c->shm_allreduce_threshold_given = true;
        return parse_integer(v, 0, kMaxShmThreshold, &c->shm_allreduce_threshold_bytes);
+     }},
+    {"CHORUS_SHM_PROBE", "one of cached, fresh, off",
+     [](const std::string& v, Config* c) {
+       for (ShmProbeMode mode : {ShmProbeMode::kCached, ShmProbeMode::kFresh, ShmProbeMode::kOff}) {
+         if (v == shm_probe_mode_name(mode)) {
+           c->shm_probe = mode;
+           c->shm_probe_given = true;
+           return true;
+         }
+       }
+       return false;
      }},
     {"CHORUS_HIERARCHICAL_ALLREDUCE", "one of auto, on, off",
      [](const std::string& v, Config* c) { return parse_shm_mode(v, &c->hierarchical_allreduce); }},
@@ -173,6 +185,15 @@ const char* gpu_backend_mode_name(GpuBackendMode mode) {
     case GpuBackendMode::kAuto: return "auto";
     case GpuBackendMode::kNccl: return "nccl";
     case GpuBackendMode::kStaged: return "staged";
+  }
+  return "unknown";
+}
+
+const char* shm_probe_mode_name(ShmProbeMode mode) {
+  switch (mode) {
+    case ShmProbeMode::kCached: return "cached";
+    case ShmProbeMode::kFresh: return "fresh";
+    case ShmProbeMode::kOff: return "off";
   }
   return "unknown";
 }

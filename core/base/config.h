@@ -19,6 +19,14 @@ namespace chorus {
 enum class ShmAllreduceMode { kAuto, kOn, kOff };
 const char* shm_allreduce_mode_name(ShmAllreduceMode mode);
 
+// CHORUS_SHM_PROBE: how auto decides, per message size, between the
+// shared-memory and the MPI allreduce (ops/shm/shm_probe.h): by a start-up
+// measurement kept in a per-machine cache file (cached), by a measurement
+// that ignores and rewrites that file (fresh), or by the fixed
+// CHORUS_SHM_ALLREDUCE_THRESHOLD (off).
+enum class ShmProbeMode { kCached, kFresh, kOff };
+const char* shm_probe_mode_name(ShmProbeMode mode);
+
 // CHORUS_GPU_BACKEND: what runs the collectives of GPU memory
 // (ops/gpu_plan.h): NCCL when it can, else host-staged (auto); NCCL or
 // nothing (nccl); always through host memory (staged).
@@ -59,6 +67,15 @@ struct Config {
   ShmAllreduceMode shm_allreduce = ShmAllreduceMode::kAuto;
   // CHORUS_SHM_ALLREDUCE_THRESHOLD: bytes from which auto picks shared memory.
   int64_t shm_allreduce_threshold_bytes = 64LL << 10;
+  bool shm_allreduce_threshold_given = false;  // set in the environment
+  // CHORUS_SHM_PROBE: cached (default), fresh or off. A threshold given
+  // without CHORUS_SHM_PROBE means off: the user chose the sizes.
+  ShmProbeMode shm_probe = ShmProbeMode::kCached;
+  bool shm_probe_given = false;
+  // The probe mode in force (the rule above).
+  ShmProbeMode effective_shm_probe() const {
+    return shm_allreduce_threshold_given && !shm_probe_given ? ShmProbeMode::kOff : shm_probe;
+  }
   // CHORUS_HIERARCHICAL_ALLREDUCE: for jobs on several hosts, allreduce in
   // shared memory within each host and over MPI across hosts
   // (ops/shm/hierarchical_backend.h); for GPU memory over NCCL, NCCL within

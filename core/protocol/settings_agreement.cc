@@ -59,6 +59,8 @@ std::string verdict_of(const std::vector<std::string>& reports, size_t settings)
 
 std::string mode_name(int64_t mode) { return shm_allreduce_mode_name(static_cast<ShmAllreduceMode>(mode)); }
 
+std::string probe_mode_name(int64_t mode) { return shm_probe_mode_name(static_cast<ShmProbeMode>(mode)); }
+
 std::string gpu_mode_name(int64_t mode) { return gpu_backend_mode_name(static_cast<GpuBackendMode>(mode)); }
 
 std::string milliseconds_as_seconds(int64_t ms) {
@@ -81,6 +83,8 @@ std::vector<AlikeSetting> alike_settings(const Config& config) {
       {"CHORUS_CACHE_CAPACITY", config.cache_capacity},  // bit-vector layout
       {"CHORUS_SHM_ALLREDUCE", static_cast<int64_t>(config.shm_allreduce), mode_name},
       {"CHORUS_SHM_ALLREDUCE_THRESHOLD", config.shm_allreduce_threshold_bytes},
+      // The probe is a collective: every rank measures or none does.
+      {"CHORUS_SHM_PROBE", static_cast<int64_t>(config.effective_shm_probe()), probe_mode_name},
       {"CHORUS_HIERARCHICAL_ALLREDUCE", static_cast<int64_t>(config.hierarchical_allreduce), mode_name},
       // Whether GPU collectives take NCCL or host memory: every rank's must match.
       {"CHORUS_GPU_BACKEND", static_cast<int64_t>(config.gpu_backend), gpu_mode_name},

@@ -11,7 +11,8 @@
 //                 rank 0's, the others which ranks differ.
 //                 CHORUS_AUTOTUNE, CHORUS_FUSION_THRESHOLD,
 //                 CHORUS_CACHE_CAPACITY, CHORUS_SHM_ALLREDUCE,
-//                 CHORUS_SHM_ALLREDUCE_THRESHOLD, CHORUS_HIERARCHICAL_ALLREDUCE,
+//                 CHORUS_SHM_ALLREDUCE_THRESHOLD, CHORUS_SHM_PROBE,
+//                 CHORUS_HIERARCHICAL_ALLREDUCE,
 //                 CHORUS_GPU_BACKEND, CHORUS_HEARTBEAT_TIMEOUT_SECONDS
 //   rank 0's      read by rank 0 alone, which runs the clock and the stall
 //                 inspector: CHORUS_CYCLE_TIME_MS, CHORUS_STALL_*,

@@ -3,6 +3,7 @@
 #include "mpi_implementation.h"
 #include "process_util.h"
 #include "usage_error.h"
+#include "ops/shm/shm_probe_cache.h"
 
 #ifdef CHORUS_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -67,6 +68,8 @@ BuildFeatures detect_build_features() {
   } catch (const UsageError&) {
     features.mpirun.clear();
   }
+  features.probe_folder = shm_probe_cache_folder();
+  features.probes = describe_shm_probe_cache();
   CapturedOutput output;
   std::string error;
   if (capture_output({"srun", "--version"}, &output, &error)) {
@@ -96,6 +99,11 @@ std::string format_check_build(const BuildFeatures& f) {
   out += "Available launchers:\n";
   out += box(!f.mpirun.empty()) + "mpirun" + (f.mpirun.empty() ? " (no Open MPI mpirun on PATH)" : " (" + f.mpirun + ")") + "\n";
   out += box(f.srun_works) + "srun (Slurm" + (f.srun.empty() ? ": not on PATH" : ": " + f.srun) + ")\n";
+  out += "\nShared-memory allreduce, measured at start-up (CHORUS_SHM_PROBE; cache " +
+         (f.probe_folder.empty() ? std::string("unavailable: neither XDG_CACHE_HOME nor HOME is set") : f.probe_folder) +
+         "):\n";
+  if (f.probes.empty()) out += "    nothing measured yet on this machine\n";
+  for (const std::string& line : f.probes) out += "    " + line + "\n";
   return out;
 }
 

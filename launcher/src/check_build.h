@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace chorus::launcher {
 
@@ -19,6 +20,10 @@ struct BuildFeatures {
   std::string mpirun;  // "Open MPI 4.1.4", or "" when not found / not supported
   std::string srun;  // "slurm 22.05.8", or why srun is not usable ("" when absent)
   bool srun_works = false;
+  // The shared-memory probe's cache on this machine (ops/shm/shm_probe.h):
+  // one line per measured setting, "<key>: <choice>".
+  std::string probe_folder;
+  std::vector<std::string> probes;
 };
 
 // The features compiled into this binary, and the launchers on PATH.

@@ -58,7 +58,7 @@ size_t ShmAllreduce::data_bytes(int ranks, int64_t chunk_bytes) {
 }
 
 ShmAllreduce::ShmAllreduce(ShmGroup* group, const ShmAllreduceOptions& options)
-    : group_(group), chunk_bytes_(options.chunk_bytes) {
+    : group_(group), chunk_bytes_(options.chunk_bytes), streaming_stores_(options.streaming_stores) {
   const int64_t chunk_bytes = options.chunk_bytes;
   if (chunk_bytes <= 0 || chunk_bytes % 128 != 0) {
     broken_ = Status::InvalidArgument("ShmAllreduce: chunk size must be a positive multiple of 128 bytes, got " +
@@ -144,15 +144,16 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
   // lines back (ops/kernels/streaming_copy.h). The first chunks' slots have
   // sat idle since the previous allreduce, and a peer reads them faster from
   // a cache than from memory.
+  const bool streaming = streaming_stores_;
   auto to_slot = [&](int64_t chunk, char* to, const char* from, int64_t bytes) {
-    if (chunk >= kStages) {
+    if (streaming && chunk >= kStages) {
       copy_streaming(to, from, static_cast<size_t>(bytes));
     } else {
       std::memcpy(to, from, static_cast<size_t>(bytes));
     }
   };
   auto post = [&](ShmSignals::Counter counter, int64_t chunk) {
-    if (chunk >= kStages) streaming_stores_done();
+    if (streaming && chunk >= kStages) streaming_stores_done();
     signals.post(counter, first + static_cast<uint64_t>(chunk) + 1);
   };
   auto copy_in = [&](int64_t chunk) {

@@ -80,6 +80,11 @@ struct ShmAllreduceOptions {
   // one is an error within milliseconds. Ranks enter a collective only after
   // negotiation agreed on it, so a peer this late is stuck (stopped, say).
   std::chrono::milliseconds peer_timeout{300'000};
+  // How copies into a slot store from a message's fourth chunk on: streaming
+  // (non-temporal) stores or plain memcpy. Which is faster depends on the
+  // CPU's memory system (faster on the AMD EPYC VM, slower on the Intel Xeon
+  // one: docs/MEASUREMENTS.md), so the start-up probe (shm_probe.h) picks it.
+  bool streaming_stores = true;
 };
 
 class ShmAllreduce {
@@ -110,6 +115,10 @@ class ShmAllreduce {
   Status allreduce(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op,
                    const ShareStep& after_reduce = nullptr, double factor = 1.0);
 
+  // Changes the store mode between allreduces (every rank alike).
+  void set_streaming_stores(bool streaming) { streaming_stores_ = streaming; }
+  bool streaming_stores() const { return streaming_stores_; }
+
  protected:
   // Called after this rank has copied in and announced chunk `chunk` of the
   // current allreduce (0-based). For tests, to inject a fault mid-collective.
@@ -121,6 +130,7 @@ class ShmAllreduce {
 
   ShmGroup* group_;
   int64_t chunk_bytes_;
+  bool streaming_stores_;
   Status broken_;             // the first failure; every later call returns it
 };
 

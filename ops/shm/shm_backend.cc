@@ -10,13 +10,14 @@ ShmBackend::ShmBackend(std::unique_ptr<Backend> fallback, std::unique_ptr<ShmGro
       group_(std::move(group)),
       shm_(group_.get(), options),
       selection_(selection),
-      configured_threshold_(selection.threshold_bytes) {}
+      configured_(selection) {}
 
 Status ShmBackend::use_allreduce_algorithm(const std::string& algorithm) {
   if (algorithm == "shm") {
-    selection_.threshold_bytes = configured_threshold_;
+    selection_ = configured_;
   } else if (algorithm == "mpi") {
     selection_.threshold_bytes = std::numeric_limits<int64_t>::max();
+    selection_.measured.clear();
   } else {
     return Backend::use_allreduce_algorithm(algorithm);
   }

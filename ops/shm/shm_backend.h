@@ -38,13 +38,19 @@ class ShmBackend : public ForwardingBackend {
   std::vector<std::string> allreduce_algorithms() const override { return {"shm", "mpi"}; }
   Status use_allreduce_algorithm(const std::string& algorithm) override;
 
+  // The start-up probe's handles: the engine, the MPI path, and where its
+  // choice goes (every rank alike, before the first collective).
+  ShmAllreduce& engine() { return shm_; }
+  Backend& mpi() { return fallback(); }
+  void choose(const ShmAllreduceSelection& selection) { selection_ = configured_ = selection; }
+
  private:
   bool takes(int64_t count, DataType dtype, ReduceOp op) const;
 
   std::unique_ptr<ShmGroup> group_;
   ShmAllreduce shm_;
   ShmAllreduceSelection selection_;
-  int64_t configured_threshold_;  // "shm"'s
+  ShmAllreduceSelection configured_;  // "shm"'s
 };
 
 }  // namespace chorus

@@ -11,7 +11,13 @@ bool ShmAllreduceSelection::use_shm(int64_t bytes, DataType dtype, ReduceOp op) 
   const bool half = dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
   const bool rounds_per_step = op == ReduceOp::kSum || op == ReduceOp::kProduct;
   if (ranks > 2 && half && rounds_per_step) return true;
-  return bytes >= threshold_bytes;
+  if (measured.empty()) return bytes >= threshold_bytes;
+  bool shm = false;
+  for (const Range& range : measured) {
+    if (range.from_bytes > bytes) break;
+    shm = range.shm;
+  }
+  return shm;
 }
 
 }  // namespace chorus

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "chorus/types.h"
 #include "base/config.h"
@@ -14,8 +15,17 @@ struct ShmAllreduceSelection {
   ShmAllreduceMode mode = ShmAllreduceMode::kOff;
   int64_t threshold_bytes = 0;
   int ranks = 1;
+  // Set by the start-up probe (shm_probe.h): from each `from_bytes` on, up
+  // to the next range, whether auto takes shared memory; sorted, the first
+  // from 0. Empty: threshold_bytes decides.
+  struct Range {
+    int64_t from_bytes;
+    bool shm;
+  };
+  std::vector<Range> measured;
 
-  // kOff: never. kOn: always. kAuto: messages of threshold_bytes and more,
+  // kOff: never. kOn: always. kAuto: the measured ranges, else messages of
+  // threshold_bytes and more,
   // and float16/bfloat16 sums and products on 3+ ranks of any size. The
   // rule dates from when the MPI path rounded 16-bit floats after every
   // rank; both paths now fold with the same kernel and agree bit for bit

@@ -46,6 +46,18 @@ TEST(CheckBuild, SaysWhenTheBuildHasNoGpuSupport) {
   EXPECT_TRUE(has_line(text, "    [ ] cuDNN (the train_mnist_cuda example)")) << text;
 }
 
+TEST(CheckBuild, ListsTheSharedMemoryProbesCache) {
+  BuildFeatures features;
+  features.version = "0.1.0";
+  features.probe_folder = "/home/u/.cache/chorus";
+  EXPECT_TRUE(has_line(format_check_build(features), "    nothing measured yet on this machine"));
+  features.probes = {"host=h;ranks=2: plain stores; mpi from 0 B, shm from 32 KiB (...)"};
+  const std::string text = format_check_build(features);
+  EXPECT_TRUE(has_line(text, "Shared-memory allreduce, measured at start-up (CHORUS_SHM_PROBE; cache "
+                             "/home/u/.cache/chorus):")) << text;
+  EXPECT_TRUE(has_line(text, "    host=h;ranks=2: plain stores; mpi from 0 B, shm from 32 KiB (...)")) << text;
+}
+
 // --- The build this test runs in -------------------------------------------
 
 // CMake's facts (test/launcher/CMakeLists.txt): "" where the build has no such part.

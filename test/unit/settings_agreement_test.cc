@@ -63,6 +63,7 @@ TEST(SettingsAgreement, EveryAlikeSettingThatDiffersFailsEveryRank) {
     if (std::string(setting.variable) == "CHORUS_CACHE_CAPACITY") odd.cache_capacity = 1088;
     if (std::string(setting.variable) == "CHORUS_SHM_ALLREDUCE") odd.shm_allreduce = ShmAllreduceMode::kOff;
     if (std::string(setting.variable) == "CHORUS_SHM_ALLREDUCE_THRESHOLD") odd.shm_allreduce_threshold_bytes = 4096;
+    if (std::string(setting.variable) == "CHORUS_SHM_PROBE") odd.shm_probe = ShmProbeMode::kOff;
     if (std::string(setting.variable) == "CHORUS_HIERARCHICAL_ALLREDUCE") {
       odd.hierarchical_allreduce = ShmAllreduceMode::kOn;
     }
@@ -82,6 +83,16 @@ TEST(SettingsAgreement, EveryAlikeSettingThatDiffersFailsEveryRank) {
                                           "value, so none starts");
     }
   }
+}
+
+// The probe is a collective: a rank that gave a threshold alone (so its
+// probe is off) against one that measures fails init, named as the probe.
+TEST(SettingsAgreement, AThresholdGivenOnOneRankOnlyTurnsItsProbeOffAndFailsEveryRank) {
+  Config base, odd;
+  odd.shm_allreduce_threshold_given = true;
+  const std::vector<Status> results = agree({base, odd});
+  EXPECT_EQ(results[1].message(), "CHORUS_SHM_PROBE must be the same on every rank: rank 1 has off, rank 0 has cached");
+  EXPECT_EQ(results[0].code(), StatusCode::kAborted);
 }
 
 TEST(SettingsAgreement, ModesAreSpelledAsTheVariableTakesThem) {

@@ -57,8 +57,11 @@ def table(header, rows):
 
 def machine_line(run):
     m = run["machine"]
+    memcpy = m.get("memcpy_64mib_Bps")
+    bandwidth = (f", memcpy of 64 MiB {memcpy / 1e9:.2f} GB/s (one rank alone, at the start of the run)"
+                 if memcpy else ", memcpy bandwidth not recorded (a run from before bench_report.sh measured it)")
     return (f"Machine: `{m['host']}`, {m['nproc']} cores ({m['cpu_model']}), "
-            f"{m['memory_bytes'] / (1 << 30):.1f} GiB memory, {m['kernel']}.")
+            f"{m['memory_bytes'] / (1 << 30):.1f} GiB memory, {m['kernel']}{bandwidth}.")
 
 
 def provenance(run, pieces, labels):

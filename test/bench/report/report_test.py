@@ -228,7 +228,8 @@ class TrainingSection(GeneratorRun):
 class Provenance(GeneratorRun):
     def test_every_section_names_machine_date_load_and_command(self):
         text = self.report()
-        machine = "Machine: `fixturehost`, 2 cores (Fixture CPU 9000), 8.0 GiB memory, Linux 6.1.0."
+        machine = ("Machine: `fixturehost`, 2 cores (Fixture CPU 9000), 8.0 GiB memory, Linux 6.1.0, memcpy of "
+                   "64 MiB 6.50 GB/s (one rank alone, at the start of the run).")
         pieces = [json.loads(line) for line in read(os.path.join(FIXTURE, "pieces.jsonl")).splitlines()]
         sections = text.split("\n## ")[1:]
         self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)", "(h)",

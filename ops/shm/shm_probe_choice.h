@@ -1,0 +1,47 @@
+// What the start-up probe (shm_probe.h) decides from its timings, as a pure
+// function of them, and how a decision is written to and read back from the
+// probe's cache file (shm_probe_cache.h).
+//
+// The rule: streaming stores when, summed over the probed sizes of 1 MiB
+// and up (the only ones with slots rewritten within a message), they beat
+// plain stores by 5% or more (streaming gained 10-15% where it helped); then, per probed size, the faster of the shared-memory path
+// (with that store mode) and the MPI path. Each probed size speaks for the
+// sizes from the geometric mean with the probed size below it up to the one
+// with the size above; the smallest for everything down to its half, the
+// largest for everything above. Below the smallest probed size's half: MPI
+// (single small messages, where the negotiation dominates either way).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/shm/shm_selection.h"
+
+namespace chorus {
+
+// One probed size: the slowest rank's best time of each path, microseconds.
+struct ShmProbeSample {
+  int64_t bytes = 0;
+  double mpi_us = 0.0;
+  double shm_plain_us = 0.0;
+  double shm_streaming_us = 0.0;
+};
+
+struct ShmProbeChoice {
+  std::vector<ShmProbeSample> samples;  // by size, ascending
+  bool streaming_stores = false;
+  std::vector<ShmAllreduceSelection::Range> ranges;  // merged, the first from 0
+
+  // One line for the log and chorusrun --probe: the store mode, the ranges
+  // and, per size, the ratio of MPI's time to shared memory's.
+  std::string describe() const;
+  // Text for the cache file; parse() reads it back (false when malformed).
+  std::string serialize() const;
+  static bool parse(const std::string& text, ShmProbeChoice* out);
+};
+
+// The rule above; `samples` must be sorted by size and non-empty.
+ShmProbeChoice choose_allreduce_paths(const std::vector<ShmProbeSample>& samples);
+
+}  // namespace chorus
