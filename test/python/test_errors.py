@@ -62,8 +62,8 @@ def test_bad_names_roots_and_handles(size):
         hvd.broadcast(torch.ones(2), "0")
     # The runtime's check of the root: on this rank, before any negotiation.
     for root in (size, -1):
-        with pytest.raises(hvd.ChorusValueError,
-                           match=r"^'bc\.root': root rank %d is out of range; expected 0 to %d$" % (root, size - 1)):
+        expected = r"^'bc\.root': root rank %d is out of range; expected 0 to %d$" % (root, size - 1)
+        with pytest.raises(hvd.ChorusValueError, match=expected):
             hvd.broadcast(torch.ones(2), root, name="bc.root")
     with pytest.raises(ValueError, match=r"^handle 12345 is not an op in flight \(already synchronized\?\)$"):
         hvd.poll(12345)
@@ -85,9 +85,9 @@ def test_bad_process_sets(rank, size):
     try:
         if rank != 0:
             # Only members may submit to a set.
-            with pytest.raises(hvd.ChorusValueError,
-                               match=r"^allreduce 'not\.member': rank %d is not in process set %d \[0\]; only the "
-                                     r"set's members may submit to it$" % (rank, ps.process_set_id)):
+            expected = r"^allreduce 'not\.member': rank %d is not in process set %d \[0\]; only the set's " \
+                       r"members may submit to it$" % (rank, ps.process_set_id)
+            with pytest.raises(hvd.ChorusValueError, match=expected):
                 hvd.allreduce(torch.ones(2), process_set=ps, name="not.member")
     finally:
         hvd.remove_process_set(ps)
@@ -152,7 +152,8 @@ class _CudaTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, shape):
-        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.float32, device=torch.device("cuda", 0))
+        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.float32,
+                                                   device=torch.device("cuda", 0))
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -172,8 +173,9 @@ class _CudaTensor(torch.Tensor):
 def test_cuda_tensor_without_a_gpu_path_is_refused(size, call):
     # The runtime's refusal, which says why: this build has no CUDA, or this
     # rank sees no GPU.
-    with pytest.raises(hvd.ChorusValueError, match=r"^tensor 'cuda\.(t|0)' is on cuda:0 but (this build of Chorus "
-                                                   r"has no CUDA support|this rank sees no CUDA device)"):
+    expected = r"^tensor 'cuda\.(t|0)' is on cuda:0 but (this build of Chorus has no CUDA support|this rank " \
+               r"sees no CUDA device)"
+    with pytest.raises(hvd.ChorusValueError, match=expected):
         call(_CudaTensor((4,)))
     still_works(size)
 

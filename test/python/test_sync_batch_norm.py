@@ -96,7 +96,8 @@ def run_step(sync, ref, rank, members, rows, shape, seed, dtype=F64, process_set
 
 def assert_close(got, expected, n, dtype=F64, what=""):
     tol = tolerance(n, dtype)
-    torch.testing.assert_close(got.double(), expected.double(), rtol=tol, atol=tol, msg=lambda m: what + ": " + m)
+    torch.testing.assert_close(got.double(), expected.double(), rtol=tol, atol=tol,
+                               msg=lambda m: what + ": " + m)
 
 
 def assert_all_close(results, dtype=F64):
