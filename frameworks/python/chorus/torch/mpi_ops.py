@@ -79,6 +79,13 @@ def _check_tensor(tensor, what="tensor"):
         raise TypeError("%s must be a torch.Tensor, got %s" % (what, type(tensor).__name__))
 
 
+def _factor(value, what):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError("%s must be a number, got %s" % (what, type(value).__name__)) from None
+
+
 def handle_average_backwards_compatibility(op, average):
     if op is not None:
         if average is not None:
@@ -108,7 +115,8 @@ def _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, proces
     source = tensor if in_place else tensor.detach()
     # The runtime scales integers as Horovod does (in double, truncated).
     handle = _chorus.allreduce_async(source, _name(name, "allreduce", process_set), _chorus_op(op),
-                                     float(prescale_factor), float(postscale_factor),
+                                     _factor(prescale_factor, "prescale_factor"),
+                                     _factor(postscale_factor, "postscale_factor"),
                                      _set_id(process_set), in_place)
     return _register(_Pending([handle], _first))
 
@@ -169,8 +177,9 @@ def _grouped_allreduce_async(tensors, name, op, prescale_factor, postscale_facto
     _check_group(tensors)
     inputs = list(tensors) if in_place else [t.detach() for t in tensors]
     handle = _chorus.grouped_allreduce_async(inputs, _name(name, "grouped_allreduce", process_set),
-                                             _chorus_op(op), float(prescale_factor),
-                                             float(postscale_factor), _set_id(process_set), in_place)
+                                             _chorus_op(op), _factor(prescale_factor, "prescale_factor"),
+                                             _factor(postscale_factor, "postscale_factor"),
+                                             _set_id(process_set), in_place)
     return _register(_Pending([handle], lambda outs: list(outs[0])))
 
 
@@ -208,6 +217,7 @@ class HorovodGroupedAllreduce(torch.autograd.Function):
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces a list of tensors as one unit; returns a list of new tensors."""
+    _check_group(tensors)
     op = handle_average_backwards_compatibility(op, average)
     compressed = [compression.compress(t) for t in tensors]
     outs = HorovodGroupedAllreduce.apply(None, name, op, prescale_factor, postscale_factor,
@@ -254,9 +264,11 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
 class HorovodAllgather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, process_set):
+        # Submitted first: the runtime refuses a scalar with its own message.
+        output = synchronize(allgather_async(tensor, name, process_set))
         ctx.dim = tensor.shape[0]
         ctx.process_set = process_set
-        return synchronize(allgather_async(tensor, name, process_set))
+        return output
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -274,7 +286,9 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def _check_group(tensors):
-    if not isinstance(tensors, (list, tuple)) or not tensors:
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError("grouped ops take a list of tensors, got %s" % type(tensors).__name__)
+    if not tensors:
         raise ValueError("grouped ops take a non-empty list of tensors")
     for t in tensors:
         _check_tensor(t, "every tensor of the group")
@@ -293,9 +307,10 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
 class HorovodGroupedAllgather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, process_set, *tensors):
+        outputs = tuple(synchronize(grouped_allgather_async(list(tensors), name, process_set)))
         ctx.dims = [t.shape[0] for t in tensors]
         ctx.process_set = process_set
-        return tuple(synchronize(grouped_allgather_async(list(tensors), name, process_set)))
+        return outputs
 
     @staticmethod
     def backward(ctx, *grad_output):
@@ -429,8 +444,8 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     gets its rows (the first rows % size ranks one more)."""
     _check_tensor(tensor)
     h = _chorus.reducescatter_async(tensor.detach(), _name(name, "reducescatter", process_set),
-                                    _reducescatter_op(op), float(prescale_factor),
-                                    float(postscale_factor), _set_id(process_set))
+                                    _reducescatter_op(op), _factor(prescale_factor, "prescale_factor"),
+                                    _factor(postscale_factor, "postscale_factor"), _set_id(process_set))
     return _register(_Pending([h], _first))
 
 
@@ -439,9 +454,10 @@ class HorovodReducescatter(torch.autograd.Function):
     def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
         ctx.op = op
         ctx.process_set = process_set
-        ctx.scale = prescale_factor * postscale_factor
-        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
-                                               postscale_factor))
+        output = synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
+                                                 postscale_factor))
+        ctx.scale = float(prescale_factor) * float(postscale_factor)  # checked by the submission
+        return output
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -468,8 +484,10 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     _check_group(tensors)
     h = _chorus.grouped_reducescatter_async([t.detach() for t in tensors],
                                             _name(name, "grouped_reducescatter", process_set),
-                                            _reducescatter_op(op), float(prescale_factor),
-                                            float(postscale_factor), _set_id(process_set))
+                                            _reducescatter_op(op),
+                                            _factor(prescale_factor, "prescale_factor"),
+                                            _factor(postscale_factor, "postscale_factor"),
+                                            _set_id(process_set))
     return _register(_Pending([h], lambda outs: list(outs[0])))
 
 
@@ -478,9 +496,10 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
     def forward(ctx, name, op, process_set, prescale_factor, postscale_factor, *tensors):
         ctx.op = op
         ctx.process_set = process_set
-        ctx.scale = prescale_factor * postscale_factor
-        return tuple(synchronize(grouped_reducescatter_async(list(tensors), name, op, process_set,
-                                                             prescale_factor, postscale_factor)))
+        outputs = tuple(synchronize(grouped_reducescatter_async(list(tensors), name, op, process_set,
+                                                                prescale_factor, postscale_factor)))
+        ctx.scale = float(prescale_factor) * float(postscale_factor)  # checked by the submission
+        return outputs
 
     @staticmethod
     def backward(ctx, *grad_output):
