@@ -168,6 +168,13 @@ void abort_mpi_job(int rank, const std::string& reason) {
   MPI_Abort(MPI_COMM_WORLD, kExitStatus);
 }
 
+void abort_mpi_job_after(int rank, std::chrono::duration<double> grace, const std::string& reason) {
+  std::thread([rank, grace, reason] {
+    std::this_thread::sleep_for(grace);
+    abort_mpi_job(rank, reason);
+  }).detach();
+}
+
 Communication::~Communication() {
   // Release everything that uses MPI before the context may finalize it.
   if (p2p_) {

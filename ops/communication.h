@@ -5,6 +5,7 @@
 // behind them (MPI, or shared memory on one host) is decided here.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +31,11 @@ class MpiContext;
 // cannot reach any more: a cut link), the process exits by itself, so that
 // no rank lingers.
 void abort_mpi_job(int rank, const std::string& reason);
+// abort_mpi_job() `grace` later, on a thread of its own: time for the
+// program to hear the error that ended this rank and say so, and for the
+// other ranks of this host to notice the same loss themselves (an immediate
+// MPI_Abort could kill them before their own error reached their program).
+void abort_mpi_job_after(int rank, std::chrono::duration<double> grace, const std::string& reason);
 
 class Communication {
  public:
@@ -58,6 +64,9 @@ class Communication {
   // Ends every rank of the job (MPI_Abort) after printing `reason`: for a
   // rank that cannot go on while its peers may be waiting for it.
   void abort_job(const std::string& reason) { abort_mpi_job(topology_.rank, reason); }
+  void abort_job_after(std::chrono::duration<double> grace, const std::string& reason) {
+    abort_mpi_job_after(topology_.rank, grace, reason);
+  }
   // Collective: the heartbeat (ops/heartbeat/heartbeat.h) over every rank of
   // the job; it ends the job with abort_mpi_job.
   Status start_heartbeat(const HeartbeatOptions& options, Heartbeat::OnLost on_lost,

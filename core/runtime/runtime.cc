@@ -180,7 +180,10 @@ void Runtime::background_loop() {
     const Status failed = Status::Aborted("Chorus stopped after an internal error: " + status.message());
     comm_->backends().abort_all(failed.message());
     fail_pending(failed, [&](const TensorEntry&) { return failed; });
-    comm_->abort_job(failed.message());
+    // The same grace as the heartbeat's (a dead local peer ends up here):
+    // the other survivors on this host see the loss within LocalPeers'
+    // interval and raise their own errors before the abort ends them.
+    comm_->abort_job_after(HeartbeatOptions{}.end_grace, failed.message());
     return;
   }
 }
