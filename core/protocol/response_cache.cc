@@ -73,6 +73,17 @@ const Response& ResponseCache::response(uint32_t slot) const {
   return slots_[slot].response;
 }
 
+Response ResponseCache::response_named(uint32_t slot, std::string name) {
+  assert(occupied(slot) && slots_[slot].response.name == name);
+  // Copying with the cached name moved aside copies an empty string.
+  Response& cached = slots_[slot].response;
+  std::string kept = std::move(cached.name);
+  Response out = cached;
+  cached.name = std::move(kept);
+  out.name = std::move(name);
+  return out;
+}
+
 void ResponseCache::touch(uint32_t slot) {
   if (!occupied(slot)) return;
   Entry& entry = slots_[slot];

@@ -166,7 +166,7 @@ TEST(ControllerTest, EveryMismatchIsReportedOnEveryRank) {
   base.root = 1;
   Request reduce = make("t", OpType::kAllreduce, {2, 3});
   Request timeline = make("t", OpType::kStartTimeline, {0});
-  timeline.timeline_path = "/tmp/a.json";
+  timeline.edit_control().timeline_path = "/tmp/a.json";
   const std::vector<std::pair<Request, Case>> cases = {
       {base, {[](Request* q) { q->op = OpType::kAllgather; },
               "Mismatched operation for broadcast 't': rank 0 has broadcast, rank 2 has allgather"}},
@@ -186,10 +186,10 @@ TEST(ControllerTest, EveryMismatchIsReportedOnEveryRank) {
                 "Mismatched postscale factor for allreduce 't': rank 0 has 1, rank 2 has 0.25"}},
       {reduce, {[](Request* q) { q->group = "g", q->group_size = 1; },
                 "Mismatched group for allreduce 't': rank 0 has no group, rank 2 has group 'g' of 1"}},
-      {timeline, {[](Request* q) { q->timeline_path = "/tmp/b.json"; },
+      {timeline, {[](Request* q) { q->edit_control().timeline_path = "/tmp/b.json"; },
                   "Mismatched timeline path for start_timeline 't': rank 0 has '/tmp/a.json', rank 2 has "
                   "'/tmp/b.json'"}},
-      {timeline, {[](Request* q) { q->mark_cycles = true; },
+      {timeline, {[](Request* q) { q->edit_control().mark_cycles = true; },
                   "Mismatched mark cycles for start_timeline 't': rank 0 has false, rank 2 has true"}},
       {timeline, {[](Request* q) { q->op = OpType::kStopTimeline; },
                   "Mismatched operation for start_timeline 't': rank 0 has start_timeline, rank 2 has "

@@ -22,12 +22,12 @@ Request full_request() {
   q.root = 2;
   q.group = "bucket-4";
   q.group_size = 9;
-  q.timeline_path = "/tmp/trace.json";
-  q.mark_cycles = true;
+  q.edit_control().timeline_path = "/tmp/trace.json";
+  q.edit_control().mark_cycles = true;
   q.process_set = 3;
   q.set_ranks = {0, 2};
   q.set_id = 4;
-  q.error = "rank 2 rejected it";
+  q.edit_control().error = "rank 2 rejected it";
   return q;
 }
 
@@ -47,13 +47,13 @@ Response full_response() {
   p.last_joined_rank = 2;
   p.shutdown_rank = 1;
   p.group = "g";
-  p.timeline_path = "relative/trace.json";
-  p.mark_cycles = true;
+  p.edit_control().timeline_path = "relative/trace.json";
+  p.edit_control().mark_cycles = true;
   p.process_set = 2;
   p.set_ranks = {1, 3};
   p.set_id = 5;
   p.error_code = StatusCode::kAborted;
-  p.failing_rank = 3;
+  p.edit_control().failing_rank = 3;
   return p;
 }
 
@@ -70,12 +70,12 @@ void expect_equal(const Request& a, const Request& b) {
   EXPECT_EQ(a.root, b.root);
   EXPECT_EQ(a.group, b.group);
   EXPECT_EQ(a.group_size, b.group_size);
-  EXPECT_EQ(a.timeline_path, b.timeline_path);
-  EXPECT_EQ(a.mark_cycles, b.mark_cycles);
+  EXPECT_EQ(a.timeline_path(), b.timeline_path());
+  EXPECT_EQ(a.mark_cycles(), b.mark_cycles());
   EXPECT_EQ(a.process_set, b.process_set);
   EXPECT_EQ(a.set_ranks, b.set_ranks);
   EXPECT_EQ(a.set_id, b.set_id);
-  EXPECT_EQ(a.error, b.error);
+  EXPECT_EQ(a.error(), b.error());
 }
 
 TEST(MessageTest, Names) {
@@ -119,12 +119,12 @@ TEST(MessageTest, SameCollectiveComparesEveryField) {
       [](Request* q) { q->root = 0; },
       [](Request* q) { q->group = ""; },
       [](Request* q) { q->group_size = 1; },
-      [](Request* q) { q->timeline_path = "/tmp/other.json"; },
-      [](Request* q) { q->mark_cycles = false; },
+      [](Request* q) { q->edit_control().timeline_path = "/tmp/other.json"; },
+      [](Request* q) { q->edit_control().mark_cycles = false; },
       [](Request* q) { q->process_set = 0; },
       [](Request* q) { q->set_ranks.clear(); },
       [](Request* q) { q->set_id = 0; },
-      [](Request* q) { q->error.clear(); },
+      [](Request* q) { q->edit_control().error.clear(); },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     Request b = a;
@@ -198,14 +198,14 @@ TEST(MessageTest, ResponsesRoundTrip) {
   EXPECT_EQ(a.last_joined_rank, b.last_joined_rank);
   EXPECT_EQ(a.shutdown_rank, b.shutdown_rank);
   EXPECT_EQ(a.group, b.group);
-  EXPECT_EQ(a.timeline_path, b.timeline_path);
-  EXPECT_EQ(a.mark_cycles, b.mark_cycles);
-  EXPECT_FALSE(out[1].mark_cycles);
+  EXPECT_EQ(a.timeline_path(), b.timeline_path());
+  EXPECT_EQ(a.mark_cycles(), b.mark_cycles());
+  EXPECT_FALSE(out[1].mark_cycles());
   EXPECT_EQ(a.process_set, b.process_set);
   EXPECT_EQ(a.set_ranks, b.set_ranks);
   EXPECT_EQ(a.set_id, b.set_id);
   EXPECT_EQ(a.error_code, b.error_code);
-  EXPECT_EQ(a.failing_rank, b.failing_rank);
+  EXPECT_EQ(a.failing_rank(), b.failing_rank());
   EXPECT_EQ(out[1].type, Response::Type::kJoin);
   EXPECT_EQ(out[1].last_joined_rank, 0);
 }
