@@ -65,6 +65,25 @@ TEST(ControllerTest, SecondRoundTakesTheFastPath) {
   EXPECT_EQ(cluster.at(0).stats().slow_path_cycles, before.slow_path_cycles);
 }
 
+// Hits give their names to their responses in the same cycle as a slow path:
+// the slow path's new request is still found (and cached with this rank's
+// request, so that it hits next time), and every name arrives intact.
+TEST(ControllerTest, HitsAndNewRequestsInOneCycle) {
+  Cluster cluster(3);
+  cluster.all(allreduces({"model.layers.0.weight.grad", "model.layers.1.weight.grad"}));
+  const std::vector<std::string> expected = {"allreduce:model.layers.0.weight.grad", "allreduce:model.layers.1.weight.grad",
+                                         "allreduce:model.layers.2.weight.grad"};
+  const auto three =
+      allreduces({"model.layers.0.weight.grad", "model.layers.1.weight.grad", "model.layers.2.weight.grad"});
+  EXPECT_EQ(describe(cluster.all(three)), expected);
+  const NegotiationStats before = cluster.at(1).stats();
+  EXPECT_EQ(describe(cluster.all(three)), expected);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(cluster.at(r).stats().slow_path_cycles, before.slow_path_cycles) << "rank " << r;
+    EXPECT_EQ(cluster.at(r).stats().cache_hits, before.cache_hits + 3) << "rank " << r;
+  }
+}
+
 TEST(ControllerTest, WaitsUntilEveryRankSubmits) {
   Cluster cluster(3);
   // Uncached: the coordinator's table holds the early requests.

@@ -133,6 +133,56 @@ TEST(MessageTest, SameCollectiveComparesEveryField) {
   }
 }
 
+// Control arguments are shared by copies until one of them edits its own:
+// a copy's edit never shows in the original.
+TEST(MessageTest, ControlArgumentsAreCopiedOnEdit) {
+  const Request a = full_request();
+  Request b = a;
+  b.edit_control().error = "another reason";
+  b.edit_control().mark_cycles = false;
+  EXPECT_EQ(a.error(), "rank 2 rejected it");
+  EXPECT_TRUE(a.mark_cycles());
+  EXPECT_EQ(b.error(), "another reason");
+  EXPECT_EQ(b.timeline_path(), "/tmp/trace.json");
+  EXPECT_FALSE(a.same_collective(b));
+  // A control with every field at its default is no control at all.
+  Request plain;
+  Request defaulted;
+  defaulted.edit_control();
+  EXPECT_TRUE(plain.same_collective(defaulted));
+  EXPECT_EQ(plain.error(), "");
+  EXPECT_EQ(plain.timeline_path(), "");
+  EXPECT_FALSE(plain.mark_cycles());
+  const Response p = full_response();
+  Response q = p;
+  q.edit_control().failing_rank = 0;
+  EXPECT_EQ(p.failing_rank(), 3);
+  EXPECT_EQ(q.failing_rank(), 0);
+  EXPECT_EQ(q.timeline_path(), "relative/trace.json");
+  EXPECT_EQ(Response().failing_rank(), -1);
+}
+
+// A tensor's request and response parse without control arguments, as they
+// were sent: they stay as cheap to copy on the receiving rank.
+TEST(MessageTest, PlainMessagesParseWithoutControl) {
+  Request q;
+  q.name = "grad";
+  q.shape = {4};
+  Response p;
+  p.name = "grad";
+  p.elements = 4;
+  std::vector<Request> requests;
+  ASSERT_TRUE(parse_requests(serialize_requests({q, full_request()}), &requests).ok());
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].control, nullptr);
+  ASSERT_NE(requests[1].control, nullptr);
+  std::vector<Response> responses;
+  ASSERT_TRUE(parse_responses(serialize_responses({p, full_response()}), &responses).ok());
+  ASSERT_EQ(responses.size(), 2u);
+  EXPECT_EQ(responses[0].control, nullptr);
+  ASSERT_NE(responses[1].control, nullptr);
+}
+
 TEST(MessageTest, FirstDimensionMayDifferOnlyForAllgatherAndAlltoall) {
   Request a;
   a.name = "t";
