@@ -257,7 +257,7 @@ void Controller::take_fast_path(const std::vector<uint64_t>& bits,
       // slow path skips it), so its name moves into the response.
       PendingRequest& mine = pending_[pending_by_slot_[slot]];
       mine.resolved = true;
-      responses->push_back(cache_.response_named(slot, std::move(mine.request.name)));
+      cache_.append_named(slot, std::move(mine.request.name), responses);
     } else {
       // A joined rank has no request of its own for the slot.
       responses->push_back(cache_.response(slot));

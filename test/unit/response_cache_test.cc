@@ -47,14 +47,17 @@ TEST(ResponseCacheTest, MissHitAndChanged) {
 
 // A hit's response takes the hitting request's name and copies the rest;
 // the cached entry keeps its own.
-TEST(ResponseCacheTest, ResponseNamedCopiesTheEntryUnderTheGivenName) {
+TEST(ResponseCacheTest, AppendNamedCopiesTheEntryUnderTheGivenName) {
   ResponseCache cache(2);
   Response cached = response("model.layers.0.weight.grad");
   cached.group = "bucket";
   cached.first_dims = {1, 2};
   cached.prescale = 0.5;
   const uint32_t slot = *cache.put(cached, request(cached.name));
-  const Response out = cache.response_named(slot, "model.layers.0.weight.grad");
+  std::vector<Response> appended(1);
+  cache.append_named(slot, "model.layers.0.weight.grad", &appended);
+  ASSERT_EQ(appended.size(), 2u);
+  const Response& out = appended[1];
   EXPECT_EQ(out.name, "model.layers.0.weight.grad");
   EXPECT_EQ(out.type, cached.type);
   EXPECT_EQ(out.elements, cached.elements);
