@@ -252,11 +252,18 @@ void Controller::take_fast_path(const std::vector<uint64_t>& bits,
       partial_cached_.push_back(tensor_key(cache_.response(slot)));
       return;
     }
-    responses->push_back(cache_.response(slot));
+    if (has_slot(claimed_.data(), slot)) {
+      // A resolved request is dropped at the end of the cycle, unread (the
+      // slow path skips it), so its name moves into the response.
+      PendingRequest& mine = pending_[pending_by_slot_[slot]];
+      mine.resolved = true;
+      cache_.append_named(slot, std::move(mine.request.name), responses);
+    } else {
+      // A joined rank has no request of its own for the slot.
+      responses->push_back(cache_.response(slot));
+    }
     cache_.touch(slot);
     ++stats_.cache_hits;
-    // A joined rank has no request of its own for the slot.
-    if (has_slot(claimed_.data(), slot)) pending_[pending_by_slot_[slot]].resolved = true;
   });
 }
 
@@ -264,10 +271,13 @@ Status Controller::run_slow_path(std::vector<Response>* responses) {
   ++stats_.slow_path_cycles;
   // Names are looked up only here, once per slow path: the index holds views
   // of pending_'s names, which stays as it is until the cycle ends. A name
-  // is unique within its set.
+  // is unique within its set. The requests the fast path resolved gave
+  // their names to its responses; none of them goes to the coordinator, and
+  // build_bits() already refused a second request under a cached name.
   std::unordered_map<SetAndName, PendingRequest*, SetAndNameHash> by_name;
   by_name.reserve(pending_.size());
   for (PendingRequest& p : pending_) {
+    if (p.resolved) continue;
     if (!by_name.emplace(SetAndName{p.request.process_set, p.request.name}, &p).second) {
       return already_in_flight(p.request.name);
     }
@@ -373,7 +383,7 @@ void Controller::set_failed(const Response& failed) {
   const std::vector<int>* ranks = members(failed.set_id);
   if (ranks == nullptr) return;
   failed_sets_.emplace(failed.set_id,
-                       set_failure_text(failed.set_id, *ranks, failed.failing_rank, failed.error_message));
+                       set_failure_text(failed.set_id, *ranks, failed.failing_rank(), failed.error_message));
   drop_set_work(failed.set_id);
 }
 

@@ -140,12 +140,12 @@ Response Controller::fail_set(const Request& request) {
   }
   response.type = Response::Type::kFailProcessSet;
   response.set_id = request.set_id;
-  response.failing_rank = request.rank;
-  response.error_message = request.error;
+  response.edit_control().failing_rank = request.rank;
+  response.error_message = request.error();
   // Requests of the set later in this fold are refused, and those it holds
   // will never complete. (Every rank drops the rest, the cache slots among
   // them, when it receives the response, in the list's order.)
-  failed_sets_.emplace(request.set_id, set_failure_text(request.set_id, *ranks, request.rank, request.error));
+  failed_sets_.emplace(request.set_id, set_failure_text(request.set_id, *ranks, request.rank, request.error()));
   drop_table_entries(request.set_id);
   return response;
 }
@@ -245,10 +245,12 @@ Response Controller::make_response(const TableEntry& entry, FailedGroups* failed
       response.elements = rows * row_elements(first.shape);
       break;
     }
-    case OpType::kStartTimeline:
-      response.timeline_path = first.timeline_path;
-      response.mark_cycles = first.mark_cycles;
+    case OpType::kStartTimeline: {
+      Response::Control& args = response.edit_control();
+      args.timeline_path = first.timeline_path();
+      args.mark_cycles = first.mark_cycles();
       break;
+    }
     case OpType::kAddProcessSet:
       response.set_ranks = first.set_ranks;
       response.set_id = next_set_id_++;

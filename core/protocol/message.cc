@@ -84,8 +84,34 @@ std::string set_failure_text(int32_t process_set, const std::vector<int>& ranks,
          std::to_string(failing_rank) + ": " + reason;
 }
 
+namespace {
+// What the accessors of an absent Control return.
+const std::string kNoText;
+}  // namespace
+
+const std::string& Request::error() const { return control != nullptr ? control->error : kNoText; }
+const std::string& Request::timeline_path() const {
+  return control != nullptr ? control->timeline_path : kNoText;
+}
+Request::Control& Request::edit_control() {
+  auto own = control != nullptr ? std::make_shared<Control>(*control) : std::make_shared<Control>();
+  Control& out = *own;
+  control = std::move(own);
+  return out;
+}
+
+const std::string& Response::timeline_path() const {
+  return control != nullptr ? control->timeline_path : kNoText;
+}
+Response::Control& Response::edit_control() {
+  auto own = control != nullptr ? std::make_shared<Control>(*control) : std::make_shared<Control>();
+  Control& out = *own;
+  control = std::move(own);
+  return out;
+}
+
 bool Request::same_collective(const Request& other) const {
-  if (name != other.name || op != other.op || dtype != other.dtype || error != other.error) return false;
+  if (name != other.name || op != other.op || dtype != other.dtype) return false;
   // Ranks usually sit on different GPUs of one host, so only the kind of
   // device has to agree, not its index.
   if (device.kind != other.device.kind) return false;
@@ -94,7 +120,11 @@ bool Request::same_collective(const Request& other) const {
   }
   if (root != other.root || group != other.group || group_size != other.group_size) return false;
   if (process_set != other.process_set || set_ranks != other.set_ranks || set_id != other.set_id) return false;
-  if (timeline_path != other.timeline_path || mark_cycles != other.mark_cycles) return false;
+  // Tensors' requests have no control arguments: a null pointer each.
+  if (control != other.control &&
+      (error() != other.error() || timeline_path() != other.timeline_path() || mark_cycles() != other.mark_cycles())) {
+    return false;
+  }
   if (shape.size() != other.shape.size()) return false;
   // Allgather and alltoall concatenate or split along the first dimension,
   // so each rank may bring a different number of rows.
@@ -317,9 +347,9 @@ std::string serialize_requests(const std::vector<Request>& requests) {
     w.i32(q.process_set);
     w.dims(q.set_ranks);
     w.i32(q.set_id);
-    w.str(q.error);
-    w.str(q.timeline_path);
-    w.u8(q.mark_cycles ? 1 : 0);
+    w.str(q.error());
+    w.str(q.timeline_path());
+    w.u8(q.mark_cycles() ? 1 : 0);
   }
   return w.take();
 }
@@ -331,14 +361,20 @@ Status parse_requests(const std::string& bytes, std::vector<Request>* out) {
   if (!r.header(kRequestsTag) || !r.count(&n, kMinRequestBytes)) return r.status();
   out->resize(n);
   for (Request& q : *out) {
+    Request::Control control;
     const bool ok = r.str(&q.name) && r.enumeration(&q.op, kMaxOp, "op") && r.i32(&q.rank) &&
                     r.enumeration(&q.dtype, kMaxDtype, "dtype") && r.dims(&q.shape) &&
                     read_device(&r, &q.device) &&
                     r.enumeration(&q.reduce_op, kMaxReduceOp, "reduce op") && r.f64(&q.prescale) &&
                     r.f64(&q.postscale) && r.i32(&q.root) && r.str(&q.group) &&
                     r.i32(&q.group_size) && r.i32(&q.process_set) && r.dims(&q.set_ranks) &&
-                    r.i32(&q.set_id) && r.str(&q.error) && r.str(&q.timeline_path) && r.flag(&q.mark_cycles);
+                    r.i32(&q.set_id) && r.str(&control.error) && r.str(&control.timeline_path) &&
+                    r.flag(&control.mark_cycles);
     if (!ok) break;
+    // A tensor's request leaves it null, as it was on the sending rank.
+    if (!control.error.empty() || !control.timeline_path.empty() || control.mark_cycles) {
+      q.control = std::make_shared<const Request::Control>(std::move(control));
+    }
     if (q.op == OpType::kSend || q.op == OpType::kRecv) {
       r.invalid("op " + std::string(op_type_name(q.op)) + ", which is never negotiated");
       break;
@@ -373,9 +409,9 @@ std::string serialize_responses(const std::vector<Response>& responses) {
     w.dims(p.set_ranks);
     w.i32(p.set_id);
     w.u8(static_cast<uint8_t>(p.error_code));
-    w.i32(p.failing_rank);
-    w.str(p.timeline_path);
-    w.u8(p.mark_cycles ? 1 : 0);
+    w.i32(p.failing_rank());
+    w.str(p.timeline_path());
+    w.u8(p.mark_cycles() ? 1 : 0);
   }
   return w.take();
 }
@@ -387,6 +423,7 @@ Status parse_responses(const std::string& bytes, std::vector<Response>* out) {
   if (!r.header(kResponsesTag) || !r.count(&n, kMinResponseBytes)) return r.status();
   out->resize(n);
   for (Response& p : *out) {
+    Response::Control control;
     const bool ok =
         r.enumeration(&p.type, kMaxResponseType, "response type") && r.str(&p.name) &&
         r.enumeration(&p.dtype, kMaxDtype, "dtype") && read_device(&r, &p.device) &&
@@ -394,9 +431,12 @@ Status parse_responses(const std::string& bytes, std::vector<Response>* out) {
         r.f64(&p.postscale) && r.i32(&p.root) && r.i64(&p.elements) && r.dims(&p.first_dims) &&
         r.str(&p.error_message) && r.i32(&p.last_joined_rank) && r.i32(&p.shutdown_rank) &&
         r.str(&p.group) && r.i32(&p.process_set) && r.dims(&p.set_ranks) && r.i32(&p.set_id) &&
-        r.enumeration(&p.error_code, kMaxStatusCode, "status code") && r.i32(&p.failing_rank) &&
-        r.str(&p.timeline_path) && r.flag(&p.mark_cycles);
+        r.enumeration(&p.error_code, kMaxStatusCode, "status code") && r.i32(&control.failing_rank) &&
+        r.str(&control.timeline_path) && r.flag(&control.mark_cycles);
     if (!ok) break;
+    if (control.failing_rank != -1 || !control.timeline_path.empty() || control.mark_cycles) {
+      p.control = std::make_shared<const Response::Control>(std::move(control));
+    }
   }
   if (!r.done()) {
     out->clear();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,32 +43,51 @@ enum class OpType : uint8_t {
 const char* op_type_name(OpType op);
 
 // One rank's request to run a named collective.
+//
+// Every plain tensor's request and response is copied and moved several
+// times per negotiation cycle, so the fields that only control messages use
+// sit behind one pointer, null on a tensor's (Control below): a tensor's
+// request or response costs what it did before control messages had them.
+// The fields are ordered to leave no padding.
 struct Request {
+  // The arguments of control requests. Shared and immutable once set: a
+  // copy of the request shares them; edit_control() makes its own.
+  struct Control {
+    // Non-empty when this rank rejected its own arguments (a control call
+    // such as add_process_set with a duplicate rank): the request is sent
+    // anyway, so that every rank's call fails together (the coordinator
+    // answers with an error naming this rank and the reason) and no rank's
+    // call is paired with another rank's later one. kFailProcessSet: the
+    // member's reason.
+    std::string error;
+    std::string timeline_path;  // kStartTimeline: the trace file rank 0 writes
+    bool mark_cycles = false;   // kStartTimeline: a marker per negotiation cycle
+  };
+
   std::string name;
   OpType op = OpType::kAllreduce;
-  int32_t rank = 0;  // the requesting rank
   DataType dtype = DataType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  int32_t rank = 0;  // the requesting rank
   Shape shape;
   Device device;
-  ReduceOp reduce_op = ReduceOp::kSum;
   double prescale = 1.0;
   double postscale = 1.0;
-  int32_t root = 0;             // broadcast
   std::string group;            // grouped collectives: the group's name, else empty
   int32_t group_size = 0;
+  int32_t root = 0;             // broadcast
   // The process set the collective runs on (0: the global set). A name is
   // unique within its set: (process_set, name) identifies a tensor.
   int32_t process_set = 0;
-  std::vector<int64_t> set_ranks;  // kAddProcessSet: the new set's ranks, ascending
   int32_t set_id = 0;              // kRemoveProcessSet, kFailProcessSet: the set
-  // Non-empty when this rank rejected its own arguments (a control call such
-  // as add_process_set with a duplicate rank): the request is sent anyway,
-  // so that every rank's call fails together (the coordinator answers with
-  // an error naming this rank and the reason) and no rank's call is paired
-  // with another rank's later one. kFailProcessSet: the member's reason.
-  std::string error;
-  std::string timeline_path;       // kStartTimeline: the trace file rank 0 writes
-  bool mark_cycles = false;        // kStartTimeline: a marker per negotiation cycle
+  std::vector<int64_t> set_ranks;  // kAddProcessSet: the new set's ranks, ascending
+  std::shared_ptr<const Control> control;  // null: every Control field at its default
+
+  const std::string& error() const;
+  const std::string& timeline_path() const;
+  bool mark_cycles() const { return control != nullptr && control->mark_cycles; }
+  // This request's own copy of its control arguments, to change them.
+  Control& edit_control();
 
   // True when `other` asks for the same collective (everything but rank;
   // for allgather and alltoall the first dimension may differ).
@@ -95,14 +115,25 @@ struct Response {
     kStartTimeline,     // rank 0 starts writing timeline_path here
     kStopTimeline,      // rank 0 closes its trace here
   };
+  // The arguments of control responses (see Request::Control).
+  struct Control {
+    std::string timeline_path;  // kStartTimeline
+    bool mark_cycles = false;   // kStartTimeline
+    int32_t failing_rank = -1;  // kFailProcessSet
+  };
+
   Type type = Type::kAllreduce;
-  std::string name;
   DataType dtype = DataType::kFloat32;
-  Device device;
   ReduceOp reduce_op = ReduceOp::kSum;
+  // kError: the code the named tensor fails with (ranks that disagree: a
+  // mismatch; a rank that rejected its arguments: kInvalidArgument; a failed
+  // or removed set: kAborted).
+  StatusCode error_code = StatusCode::kMismatch;
+  int32_t root = 0;
+  std::string name;
+  Device device;
   double prescale = 1.0;
   double postscale = 1.0;
-  int32_t root = 0;
   // Element count of the tensor (allreduce, broadcast, reducescatter), so a
   // joined rank can contribute zeros of the right size; for allgather, of
   // the gathered output (what fusion counts against its threshold).
@@ -110,19 +141,19 @@ struct Response {
   // allgather: the first dimension on each rank, indexed by rank.
   std::vector<int64_t> first_dims;
   std::string error_message;  // kError, kShutdown, kFailProcessSet
-  // kError: the code the named tensor fails with (ranks that disagree: a
-  // mismatch; a rank that rejected its arguments: kInvalidArgument; a failed
-  // or removed set: kAborted).
-  StatusCode error_code = StatusCode::kMismatch;
   int32_t last_joined_rank = -1;  // kJoin
   int32_t shutdown_rank = -1;     // kShutdown caused by a rank's shutdown(), else -1
   std::string group;
   int32_t process_set = 0;         // the set it runs on; ranks outside it skip it
-  std::vector<int64_t> set_ranks;  // kAddProcessSet
   int32_t set_id = 0;              // kAddProcessSet (the id assigned), kRemoveProcessSet, kFailProcessSet
-  int32_t failing_rank = -1;       // kFailProcessSet
-  std::string timeline_path;       // kStartTimeline
-  bool mark_cycles = false;        // kStartTimeline
+  std::vector<int64_t> set_ranks;  // kAddProcessSet
+  std::shared_ptr<const Control> control;  // null: every Control field at its default
+
+  const std::string& timeline_path() const;
+  bool mark_cycles() const { return control != nullptr && control->mark_cycles; }
+  int32_t failing_rank() const { return control != nullptr ? control->failing_rank : -1; }
+  // This response's own copy of its control arguments, to change them.
+  Control& edit_control();
 };
 const char* response_type_name(Response::Type type);
 Response::Type response_type_for(OpType op);

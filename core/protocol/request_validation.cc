@@ -79,11 +79,11 @@ const Field kFields[] = {
      [](const Request& a, const Request& b) { return a.set_id != b.set_id; },
      [](const Request& r) { return std::to_string(r.set_id); }},
     {"timeline path", [](OpType op) { return op == OpType::kStartTimeline; },
-     [](const Request& a, const Request& b) { return a.timeline_path != b.timeline_path; },
-     [](const Request& r) { return "'" + r.timeline_path + "'"; }},
+     [](const Request& a, const Request& b) { return a.timeline_path() != b.timeline_path(); },
+     [](const Request& r) { return "'" + r.timeline_path() + "'"; }},
     {"mark cycles", [](OpType op) { return op == OpType::kStartTimeline; },
-     [](const Request& a, const Request& b) { return a.mark_cycles != b.mark_cycles; },
-     [](const Request& r) { return std::string(r.mark_cycles ? "true" : "false"); }},
+     [](const Request& a, const Request& b) { return a.mark_cycles() != b.mark_cycles(); },
+     [](const Request& r) { return std::string(r.mark_cycles() ? "true" : "false"); }},
     {"group", always,
      [](const Request& a, const Request& b) {
        return a.group != b.group || a.group_size != b.group_size;
@@ -113,7 +113,7 @@ std::optional<std::string> find_rejection(const std::map<int, Request>& by_rank)
   int first_rank = -1;
   std::vector<int64_t> others;
   for (const auto& [rank, request] : by_rank) {
-    if (request.error.empty()) continue;
+    if (request.error().empty()) continue;
     if (first == nullptr) {
       first = &request;
       first_rank = rank;
@@ -123,7 +123,7 @@ std::optional<std::string> find_rejection(const std::map<int, Request>& by_rank)
   }
   if (first == nullptr) return std::nullopt;
   std::string message = std::string(op_type_name(first->op)) + " '" + first->name + "' was rejected on rank " +
-                        std::to_string(first_rank) + ": " + first->error;
+                        std::to_string(first_rank) + ": " + first->error();
   if (!others.empty()) message += " (rank(s) " + rank_list(others) + " rejected their arguments too)";
   return message;
 }

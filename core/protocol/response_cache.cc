@@ -73,6 +73,17 @@ const Response& ResponseCache::response(uint32_t slot) const {
   return slots_[slot].response;
 }
 
+void ResponseCache::append_named(uint32_t slot, std::string name, std::vector<Response>* out) {
+  assert(occupied(slot) && slots_[slot].response.name == name);
+  // Copying with the cached name moved aside copies an empty string; the
+  // copy is made in place, not moved there.
+  Response& cached = slots_[slot].response;
+  std::string kept = std::move(cached.name);
+  out->push_back(cached);
+  cached.name = std::move(kept);
+  out->back().name = std::move(name);
+}
+
 void ResponseCache::touch(uint32_t slot) {
   if (!occupied(slot)) return;
   Entry& entry = slots_[slot];

@@ -43,6 +43,11 @@ class ResponseCache {
   // The same for the slots whose process set this rank is not in.
   const std::vector<uint64_t>& foreign_words() const { return foreign_words_; }
   const Response& response(uint32_t slot) const;
+  // Appends to `out` a copy of the slot's response that takes `name`, which
+  // must equal the cached name (the hitting request's own, moved in): a hit
+  // then allocates no string for the name, which real tensors' names (longer
+  // than the small-string buffer) would cost for every tensor of every step.
+  void append_named(uint32_t slot, std::string name, std::vector<Response>* out);
   // Marks a slot as most recently used.
   void touch(uint32_t slot);
   void evict(uint32_t slot);

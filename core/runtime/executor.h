@@ -112,6 +112,12 @@ class Executor {
   // postscale (times 1/size for an average), scaled as Horovod does, or
   // else the average's truncating division.
   Status finish_integer_result(Run& run, const Response& response, void* data, int64_t count);
+  // A fused allreduce's or Adasum's members, one after the other in
+  // `buffer`: each input copied there (scaled by `prescale` unless it is 1),
+  // zeros for a joined rank's missing member; a member already in its place
+  // is left there. Then the results copied back to each member's output.
+  Status pack_fused(Run& run, void* buffer, double prescale);
+  Status unpack_fused(Run& run, const void* buffer);
   // The output of entry `index` of the unit; when this rank cannot allocate
   // it, records the error for that entry and returns scratch memory (or no
   // memory, when the caller only copies into it) so the collective still runs.

@@ -15,6 +15,9 @@ ReduceOp backend_op(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::k
 char* at(void* base, int64_t elements, DataType dtype) {
   return static_cast<char*>(base) + elements * static_cast<int64_t>(dtype_size(dtype));
 }
+const char* at(const void* base, int64_t elements, DataType dtype) {
+  return static_cast<const char*>(base) + elements * static_cast<int64_t>(dtype_size(dtype));
+}
 
 size_t bytes_of(int64_t elements, DataType dtype) { return static_cast<size_t>(elements) * dtype_size(dtype); }
 
@@ -56,6 +59,38 @@ Status Executor::finish_integer_result(Run& run, const Response& response, void*
   return run.device->divide(data, count, response.dtype, run.place.size);
 }
 
+Status Executor::pack_fused(Run& run, void* buffer, double prescale) {
+  const DataType dtype = run.unit.front().dtype;
+  copies_.clear();
+  int64_t offset = 0;
+  for (size_t i = 0; i < run.unit.size(); ++i) {
+    const int64_t n = run.unit[i].elements;
+    char* slot = at(buffer, offset, dtype);
+    const void* input = run.entries[i] ? run.entries[i]->input_data : nullptr;
+    if (input != nullptr && prescale != 1.0) {
+      CHORUS_RETURN_IF_ERROR(run.device->scale(input, slot, n, dtype, prescale));
+    } else if (input != slot) {
+      copies_.push_back({slot, input, bytes_of(n, dtype)});  // zeros when missing (no source)
+    }
+    offset += n;
+  }
+  return run.device->copy(copies_);
+}
+
+Status Executor::unpack_fused(Run& run, const void* buffer) {
+  const DataType dtype = run.unit.front().dtype;
+  copies_.clear();
+  int64_t offset = 0;
+  for (size_t i = 0; i < run.unit.size(); ++i) {
+    if (run.entries[i]) {
+      copies_.push_back({run.entries[i]->output_data, at(buffer, offset, dtype),
+                         bytes_of(run.unit[i].elements, dtype)});
+    }
+    offset += run.unit[i].elements;
+  }
+  return run.device->copy(copies_);
+}
+
 Status Executor::allreduce(Run& run, WorkPtr* work) {
   const ExecutionUnit& unit = run.unit;
   if (unit.front().reduce_op == ReduceOp::kAdasum) return adasum(run, work);
@@ -75,20 +110,7 @@ Status Executor::allreduce(Run& run, WorkPtr* work) {
   CHORUS_RETURN_IF_ERROR(fusion_buffer(run, bytes_of(total, dtype), &buffer));
 
   auto start = Clock::now();
-  copies_.clear();
-  int64_t offset = 0;
-  for (size_t i = 0; i < unit.size(); ++i) {
-    const int64_t n = unit[i].elements;
-    char* slot = at(buffer, offset, dtype);
-    if (run.entries[i] && first.prescale != 1.0) {
-      CHORUS_RETURN_IF_ERROR(run.device->scale(run.entries[i]->input_data, slot, n, dtype, first.prescale));
-    } else {
-      // A joined rank's missing tensor contributes zeros (no source).
-      copies_.push_back({slot, run.entries[i] ? run.entries[i]->input_data : nullptr, bytes_of(n, dtype)});
-    }
-    offset += n;
-  }
-  CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
+  CHORUS_RETURN_IF_ERROR(pack_fused(run, buffer, first.prescale));
   span(run.entries, unit, "MEMCPY_IN_FUSION_BUFFER", start);
 
   start = Clock::now();
@@ -96,13 +118,7 @@ Status Executor::allreduce(Run& run, WorkPtr* work) {
   span(run.entries, unit, "ALLREDUCE", start, {{"fused_tensors", static_cast<int64_t>(unit.size())}});
 
   start = Clock::now();
-  copies_.clear();
-  offset = 0;
-  for (size_t i = 0; i < unit.size(); ++i) {
-    if (run.entries[i]) copies_.push_back({run.entries[i]->output_data, at(buffer, offset, dtype), bytes_of(unit[i].elements, dtype)});
-    offset += unit[i].elements;
-  }
-  CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
+  CHORUS_RETURN_IF_ERROR(unpack_fused(run, buffer));
   for (size_t i = 0; i < unit.size(); ++i) {
     if (run.entries[i]) {
       CHORUS_RETURN_IF_ERROR(finish_integer_result(run, unit[i], run.entries[i]->output_data, unit[i].elements));
@@ -213,20 +229,7 @@ Status Executor::adasum(Run& run, WorkPtr* work) {
     CHORUS_RETURN_IF_ERROR(fusion_buffer(run, bytes_of(total, dtype), &buffer));
   }
   auto start = Clock::now();
-  copies_.clear();
-  int64_t offset = 0;
-  for (size_t i = 0; i < unit.size(); ++i) {
-    const int64_t n = unit[i].elements;
-    char* slot = at(buffer, offset, dtype);
-    const void* input = run.entries[i] ? run.entries[i]->input_data : nullptr;
-    if (input != nullptr && first.prescale != 1.0) {
-      CHORUS_RETURN_IF_ERROR(run.device->scale(input, slot, n, dtype, first.prescale));
-    } else if (input != slot) {
-      copies_.push_back({slot, input, bytes_of(n, dtype)});  // zeros when missing
-    }
-    offset += n;
-  }
-  CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
+  CHORUS_RETURN_IF_ERROR(pack_fused(run, buffer, first.prescale));
   if (!alone) span(run.entries, unit, "MEMCPY_IN_FUSION_BUFFER", start);
 
   start = Clock::now();
@@ -235,13 +238,7 @@ Status Executor::adasum(Run& run, WorkPtr* work) {
   if (alone) return Status::OK();
 
   start = Clock::now();
-  copies_.clear();
-  offset = 0;
-  for (size_t i = 0; i < unit.size(); ++i) {
-    if (run.entries[i]) copies_.push_back({run.entries[i]->output_data, at(buffer, offset, dtype), bytes_of(unit[i].elements, dtype)});
-    offset += unit[i].elements;
-  }
-  CHORUS_RETURN_IF_ERROR(run.device->copy(copies_));
+  CHORUS_RETURN_IF_ERROR(unpack_fused(run, buffer));
   span(run.entries, unit, "MEMCPY_OUT_FUSION_BUFFER", start);
   return Status::OK();
 }

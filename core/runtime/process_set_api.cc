@@ -31,7 +31,7 @@ ProcessSet add_process_set(const std::vector<int>& ranks) {
   if (checked.ok()) {
     request.set_ranks.assign(sorted.begin(), sorted.end());
   } else {
-    request.error = checked.message();
+    request.edit_control().error = checked.message();
   }
   auto state = rt->new_handle(name, OpType::kAddProcessSet);
   Handle handle = submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), state));
@@ -52,7 +52,7 @@ void remove_process_set(const ProcessSet& set) {
   Request request = base_request(name, OpType::kRemoveProcessSet, Tensor(nullptr, DataType::kUInt8, {0}),
                                  rt->topology().rank);
   request.set_id = set.id;
-  request.error = checked.message();
+  request.edit_control().error = checked.message();
   submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kRemoveProcessSet)))
       .wait();
 }
@@ -83,7 +83,7 @@ void fail_process_set(const ProcessSet& set, const std::string& reason) {
   const std::string name = rt->next_fail_set_name();
   Request request = base_request(name, OpType::kFailProcessSet, Tensor(nullptr, DataType::kUInt8, {0}), me);
   request.set_id = set.id;
-  request.error = reason;
+  request.edit_control().error = reason;
   submit_one(*rt, make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, OpType::kFailProcessSet)))
       .wait();
 }

@@ -309,7 +309,7 @@ void Runtime::remove_process_set(const Response& removed) {
 
 void Runtime::fail_process_set(const Response& failed) {
   const int32_t id = failed.set_id;
-  const std::string failure = process_sets_.fail(id, ProcessSetFailure{failed.failing_rank, failed.error_message});
+  const std::string failure = process_sets_.fail(id, ProcessSetFailure{failed.failing_rank(), failed.error_message});
   if (!failure.empty()) {
     CHORUS_LOG(kDebug, failure);
     for (TensorEntry& entry : queue_.take_set(id)) {
@@ -317,7 +317,7 @@ void Runtime::fail_process_set(const Response& failed) {
                                                     tensor_label(id, entry.request.name) + ": " + failure));
     }
   }
-  if (failed.failing_rank != topology().rank) return;
+  if (failed.failing_rank() != topology().rank) return;
   if (std::optional<TensorEntry> entry = queue_.take(failed.name)) entry->handle->complete_member(Status::OK());
 }
 
@@ -350,19 +350,19 @@ Status Runtime::control_timeline(const Response& response) {
     return Status::Internal("corrupt timeline control outcome from rank 0");
   }
   const Status status(static_cast<StatusCode>(outcome[0]), outcome.substr(1));
-  if (status.ok()) mark_cycles_ = start && response.mark_cycles;
+  if (status.ok()) mark_cycles_ = start && response.mark_cycles();
   if (std::optional<TensorEntry> entry = queue_.take(response.name)) entry->handle->complete_member(status);
   return Status::OK();
 }
 
 Status Runtime::start_timeline(const Response& response) {
   if (timeline_.enabled()) {
-    return Status::PreconditionFailed("start_timeline('" + response.timeline_path +
+    return Status::PreconditionFailed("start_timeline('" + response.timeline_path() +
                                       "'): a timeline is already being written to '" + timeline_.path() +
                                       "' (by CHORUS_TIMELINE or an earlier start_timeline()); call "
                                       "stop_timeline() first");
   }
-  return timeline_.open(response.timeline_path, "start_timeline (rank 0 writes the timeline)");
+  return timeline_.open(response.timeline_path(), "start_timeline (rank 0 writes the timeline)");
 }
 
 Status Runtime::stop_timeline() {

@@ -16,8 +16,9 @@ void control(Runtime& runtime, OpType op, const std::string& path, bool mark_cyc
   const std::string name = Runtime::timeline_request_name();
   Request request =
       detail::base_request(name, op, Tensor(nullptr, DataType::kUInt8, {0}), rt->topology().rank);
-  request.timeline_path = path;
-  request.mark_cycles = mark_cycles;
+  Request::Control& args = request.edit_control();
+  args.timeline_path = path;
+  args.mark_cycles = mark_cycles;
   detail::submit_one(*rt, detail::make_entry(std::move(request), Tensor(), Tensor(), rt->new_handle(name, op)))
       .wait();
 }

@@ -1,5 +1,6 @@
 #include "ops/mpi/mpi_datatypes.h"
 
+#include <cstdint>
 #include <string>
 
 #include "ops/kernels/reduce.h"
@@ -36,6 +37,24 @@ constexpr UserOp kUserOps[] = {
     user_op<DataType::kInt16, ReduceOp::kSum>(),    user_op<DataType::kUInt16, ReduceOp::kSum>(),
 };
 static_assert(sizeof(kUserOps) / sizeof(kUserOps[0]) == MpiTypes::kNumUserOps, "one MPI_Op per entry");
+
+// kUserOps' index for each (dtype, op), -1 where MPI's own op serves: op()
+// runs for every tensor, and scanning the list cost more than the rest of it.
+constexpr int kNumReduceOps = static_cast<int>(ReduceOp::kAdasum) + 1;
+struct UserOpIndex {
+  int8_t at[kNumDataTypes][kNumReduceOps];
+};
+constexpr UserOpIndex make_user_op_index() {
+  UserOpIndex index{};
+  for (auto& row : index.at) {
+    for (int8_t& i : row) i = -1;
+  }
+  for (int i = 0; i < MpiTypes::kNumUserOps; ++i) {
+    index.at[static_cast<int>(kUserOps[i].dtype)][static_cast<int>(kUserOps[i].op)] = static_cast<int8_t>(i);
+  }
+  return index;
+}
+constexpr UserOpIndex kUserOpIndex = make_user_op_index();
 
 bool mpi_finalized() {
   int finalized = 0;
@@ -103,9 +122,9 @@ MPI_Datatype MpiTypes::datatype(DataType dtype) const {
 }
 
 MPI_Op MpiTypes::op(DataType dtype, ReduceOp op) const {
-  for (int i = 0; i < kNumUserOps; ++i) {
-    if (kUserOps[i].dtype == dtype && kUserOps[i].op == op) return user_ops_[i];
-  }
+  const int d = static_cast<int>(dtype);
+  const int o = static_cast<int>(op);
+  if (d < kNumDataTypes && o < kNumReduceOps && kUserOpIndex.at[d][o] >= 0) return user_ops_[kUserOpIndex.at[d][o]];
   // Half dtypes have user-defined ops only.
   if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) return MPI_OP_NULL;
   if (dtype == DataType::kBool || static_cast<int>(dtype) >= kNumDataTypes) return MPI_OP_NULL;

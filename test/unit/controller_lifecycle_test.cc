@@ -90,13 +90,13 @@ TEST(ControllerLifecycleTest, BarriersAndTimelineControlGoOnWithoutAJoinedRank) 
   Cluster cluster(3);
   cluster.cycle({{}, {join_request()}, {}});
   Request start = make("chorus.timeline", OpType::kStartTimeline, {0});
-  start.timeline_path = "/tmp/trace.json";
-  start.mark_cycles = true;
+  start.edit_control().timeline_path = "/tmp/trace.json";
+  start.edit_control().mark_cycles = true;
   const std::vector<Request> both = {make("chorus.barrier.0", OpType::kBarrier, {0}), start};
   Responses out = cluster.cycle({both, {}, both});
   ASSERT_EQ(describe(out), (std::vector<std::string>{"barrier:chorus.barrier.0", "start_timeline:chorus.timeline"}));
-  EXPECT_EQ(out[1].timeline_path, "/tmp/trace.json");
-  EXPECT_TRUE(out[1].mark_cycles);
+  EXPECT_EQ(out[1].timeline_path(), "/tmp/trace.json");
+  EXPECT_TRUE(out[1].mark_cycles());
   // Adding a process set still needs every rank.
   Request add = make("chorus.process_set.add.0", OpType::kAddProcessSet, {0});
   add.set_ranks = {0, 2};

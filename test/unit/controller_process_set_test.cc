@@ -32,14 +32,14 @@ Request on_set(const std::string& name, int32_t set) {
 Request fail(const std::string& name, int32_t set, const std::string& reason) {
   Request q = make(name, OpType::kFailProcessSet, {0});
   q.set_id = set;
-  q.error = reason;
+  q.edit_control().error = reason;
   return q;
 }
 
 TEST(ControllerProcessSetTest, ARequestOneRankRejectedFailsOnEveryRankNamingIt) {
   Cluster cluster(3);
   Request rejected = add("chorus.process_set.add.0", {});
-  rejected.error = "add_process_set got rank 0 twice in [0, 0]; expected each rank at most once";
+  rejected.edit_control().error = "add_process_set got rank 0 twice in [0, 0]; expected each rank at most once";
   const Request good = add("chorus.process_set.add.0", {0, 1});
   Responses out = cluster.cycle({{good}, {rejected}, {good}});
   ASSERT_EQ(out.size(), 1u);
@@ -50,7 +50,7 @@ TEST(ControllerProcessSetTest, ARequestOneRankRejectedFailsOnEveryRankNamingIt) 
             "in [0, 0]; expected each rank at most once");
   // Two ranks rejecting: the lowest speaks, the other is named.
   Request other = rejected;
-  other.error = "add_process_set got an empty rank list; expected at least one rank in [0, 3)";
+  other.edit_control().error = "add_process_set got an empty rank list; expected at least one rank in [0, 3)";
   other.name = rejected.name = "chorus.process_set.add.1";
   const Request good1 = add("chorus.process_set.add.1", {0, 1});
   out = cluster.cycle({{good1}, {other}, {rejected}});
@@ -81,7 +81,7 @@ TEST(ControllerProcessSetTest, AFailedSetRefusesItsWorkWhileOthersGoOn) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].type, Response::Type::kFailProcessSet);
   EXPECT_EQ(out[0].set_id, 1);
-  EXPECT_EQ(out[0].failing_rank, 1);
+  EXPECT_EQ(out[0].failing_rank(), 1);
   EXPECT_EQ(out[0].error_message, "gave up");
   for (int r = 0; r < 3; ++r) {
     EXPECT_TRUE(cluster.at(r).cache().slots_of_set(1).empty()) << "rank " << r;

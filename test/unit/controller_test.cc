@@ -65,6 +65,25 @@ TEST(ControllerTest, SecondRoundTakesTheFastPath) {
   EXPECT_EQ(cluster.at(0).stats().slow_path_cycles, before.slow_path_cycles);
 }
 
+// Hits give their names to their responses in the same cycle as a slow path:
+// the slow path's new request is still found (and cached with this rank's
+// request, so that it hits next time), and every name arrives intact.
+TEST(ControllerTest, HitsAndNewRequestsInOneCycle) {
+  Cluster cluster(3);
+  cluster.all(allreduces({"model.layers.0.weight.grad", "model.layers.1.weight.grad"}));
+  const std::vector<std::string> expected = {"allreduce:model.layers.0.weight.grad", "allreduce:model.layers.1.weight.grad",
+                                         "allreduce:model.layers.2.weight.grad"};
+  const auto three =
+      allreduces({"model.layers.0.weight.grad", "model.layers.1.weight.grad", "model.layers.2.weight.grad"});
+  EXPECT_EQ(describe(cluster.all(three)), expected);
+  const NegotiationStats before = cluster.at(1).stats();
+  EXPECT_EQ(describe(cluster.all(three)), expected);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(cluster.at(r).stats().slow_path_cycles, before.slow_path_cycles) << "rank " << r;
+    EXPECT_EQ(cluster.at(r).stats().cache_hits, before.cache_hits + 3) << "rank " << r;
+  }
+}
+
 TEST(ControllerTest, WaitsUntilEveryRankSubmits) {
   Cluster cluster(3);
   // Uncached: the coordinator's table holds the early requests.
@@ -166,7 +185,7 @@ TEST(ControllerTest, EveryMismatchIsReportedOnEveryRank) {
   base.root = 1;
   Request reduce = make("t", OpType::kAllreduce, {2, 3});
   Request timeline = make("t", OpType::kStartTimeline, {0});
-  timeline.timeline_path = "/tmp/a.json";
+  timeline.edit_control().timeline_path = "/tmp/a.json";
   const std::vector<std::pair<Request, Case>> cases = {
       {base, {[](Request* q) { q->op = OpType::kAllgather; },
               "Mismatched operation for broadcast 't': rank 0 has broadcast, rank 2 has allgather"}},
@@ -186,10 +205,10 @@ TEST(ControllerTest, EveryMismatchIsReportedOnEveryRank) {
                 "Mismatched postscale factor for allreduce 't': rank 0 has 1, rank 2 has 0.25"}},
       {reduce, {[](Request* q) { q->group = "g", q->group_size = 1; },
                 "Mismatched group for allreduce 't': rank 0 has no group, rank 2 has group 'g' of 1"}},
-      {timeline, {[](Request* q) { q->timeline_path = "/tmp/b.json"; },
+      {timeline, {[](Request* q) { q->edit_control().timeline_path = "/tmp/b.json"; },
                   "Mismatched timeline path for start_timeline 't': rank 0 has '/tmp/a.json', rank 2 has "
                   "'/tmp/b.json'"}},
-      {timeline, {[](Request* q) { q->mark_cycles = true; },
+      {timeline, {[](Request* q) { q->edit_control().mark_cycles = true; },
                   "Mismatched mark cycles for start_timeline 't': rank 0 has false, rank 2 has true"}},
       {timeline, {[](Request* q) { q->op = OpType::kStopTimeline; },
                   "Mismatched operation for start_timeline 't': rank 0 has start_timeline, rank 2 has "

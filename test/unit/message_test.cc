@@ -22,12 +22,12 @@ Request full_request() {
   q.root = 2;
   q.group = "bucket-4";
   q.group_size = 9;
-  q.timeline_path = "/tmp/trace.json";
-  q.mark_cycles = true;
+  q.edit_control().timeline_path = "/tmp/trace.json";
+  q.edit_control().mark_cycles = true;
   q.process_set = 3;
   q.set_ranks = {0, 2};
   q.set_id = 4;
-  q.error = "rank 2 rejected it";
+  q.edit_control().error = "rank 2 rejected it";
   return q;
 }
 
@@ -47,13 +47,13 @@ Response full_response() {
   p.last_joined_rank = 2;
   p.shutdown_rank = 1;
   p.group = "g";
-  p.timeline_path = "relative/trace.json";
-  p.mark_cycles = true;
+  p.edit_control().timeline_path = "relative/trace.json";
+  p.edit_control().mark_cycles = true;
   p.process_set = 2;
   p.set_ranks = {1, 3};
   p.set_id = 5;
   p.error_code = StatusCode::kAborted;
-  p.failing_rank = 3;
+  p.edit_control().failing_rank = 3;
   return p;
 }
 
@@ -70,12 +70,12 @@ void expect_equal(const Request& a, const Request& b) {
   EXPECT_EQ(a.root, b.root);
   EXPECT_EQ(a.group, b.group);
   EXPECT_EQ(a.group_size, b.group_size);
-  EXPECT_EQ(a.timeline_path, b.timeline_path);
-  EXPECT_EQ(a.mark_cycles, b.mark_cycles);
+  EXPECT_EQ(a.timeline_path(), b.timeline_path());
+  EXPECT_EQ(a.mark_cycles(), b.mark_cycles());
   EXPECT_EQ(a.process_set, b.process_set);
   EXPECT_EQ(a.set_ranks, b.set_ranks);
   EXPECT_EQ(a.set_id, b.set_id);
-  EXPECT_EQ(a.error, b.error);
+  EXPECT_EQ(a.error(), b.error());
 }
 
 TEST(MessageTest, Names) {
@@ -119,18 +119,68 @@ TEST(MessageTest, SameCollectiveComparesEveryField) {
       [](Request* q) { q->root = 0; },
       [](Request* q) { q->group = ""; },
       [](Request* q) { q->group_size = 1; },
-      [](Request* q) { q->timeline_path = "/tmp/other.json"; },
-      [](Request* q) { q->mark_cycles = false; },
+      [](Request* q) { q->edit_control().timeline_path = "/tmp/other.json"; },
+      [](Request* q) { q->edit_control().mark_cycles = false; },
       [](Request* q) { q->process_set = 0; },
       [](Request* q) { q->set_ranks.clear(); },
       [](Request* q) { q->set_id = 0; },
-      [](Request* q) { q->error.clear(); },
+      [](Request* q) { q->edit_control().error.clear(); },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     Request b = a;
     changes[i](&b);
     EXPECT_FALSE(a.same_collective(b)) << "change " << i;
   }
+}
+
+// Control arguments are shared by copies until one of them edits its own:
+// a copy's edit never shows in the original.
+TEST(MessageTest, ControlArgumentsAreCopiedOnEdit) {
+  const Request a = full_request();
+  Request b = a;
+  b.edit_control().error = "another reason";
+  b.edit_control().mark_cycles = false;
+  EXPECT_EQ(a.error(), "rank 2 rejected it");
+  EXPECT_TRUE(a.mark_cycles());
+  EXPECT_EQ(b.error(), "another reason");
+  EXPECT_EQ(b.timeline_path(), "/tmp/trace.json");
+  EXPECT_FALSE(a.same_collective(b));
+  // A control with every field at its default is no control at all.
+  Request plain;
+  Request defaulted;
+  defaulted.edit_control();
+  EXPECT_TRUE(plain.same_collective(defaulted));
+  EXPECT_EQ(plain.error(), "");
+  EXPECT_EQ(plain.timeline_path(), "");
+  EXPECT_FALSE(plain.mark_cycles());
+  const Response p = full_response();
+  Response q = p;
+  q.edit_control().failing_rank = 0;
+  EXPECT_EQ(p.failing_rank(), 3);
+  EXPECT_EQ(q.failing_rank(), 0);
+  EXPECT_EQ(q.timeline_path(), "relative/trace.json");
+  EXPECT_EQ(Response().failing_rank(), -1);
+}
+
+// A tensor's request and response parse without control arguments, as they
+// were sent: they stay as cheap to copy on the receiving rank.
+TEST(MessageTest, PlainMessagesParseWithoutControl) {
+  Request q;
+  q.name = "grad";
+  q.shape = {4};
+  Response p;
+  p.name = "grad";
+  p.elements = 4;
+  std::vector<Request> requests;
+  ASSERT_TRUE(parse_requests(serialize_requests({q, full_request()}), &requests).ok());
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].control, nullptr);
+  ASSERT_NE(requests[1].control, nullptr);
+  std::vector<Response> responses;
+  ASSERT_TRUE(parse_responses(serialize_responses({p, full_response()}), &responses).ok());
+  ASSERT_EQ(responses.size(), 2u);
+  EXPECT_EQ(responses[0].control, nullptr);
+  ASSERT_NE(responses[1].control, nullptr);
 }
 
 TEST(MessageTest, FirstDimensionMayDifferOnlyForAllgatherAndAlltoall) {
@@ -198,14 +248,14 @@ TEST(MessageTest, ResponsesRoundTrip) {
   EXPECT_EQ(a.last_joined_rank, b.last_joined_rank);
   EXPECT_EQ(a.shutdown_rank, b.shutdown_rank);
   EXPECT_EQ(a.group, b.group);
-  EXPECT_EQ(a.timeline_path, b.timeline_path);
-  EXPECT_EQ(a.mark_cycles, b.mark_cycles);
-  EXPECT_FALSE(out[1].mark_cycles);
+  EXPECT_EQ(a.timeline_path(), b.timeline_path());
+  EXPECT_EQ(a.mark_cycles(), b.mark_cycles());
+  EXPECT_FALSE(out[1].mark_cycles());
   EXPECT_EQ(a.process_set, b.process_set);
   EXPECT_EQ(a.set_ranks, b.set_ranks);
   EXPECT_EQ(a.set_id, b.set_id);
   EXPECT_EQ(a.error_code, b.error_code);
-  EXPECT_EQ(a.failing_rank, b.failing_rank);
+  EXPECT_EQ(a.failing_rank(), b.failing_rank());
   EXPECT_EQ(out[1].type, Response::Type::kJoin);
   EXPECT_EQ(out[1].last_joined_rank, 0);
 }

@@ -45,6 +45,30 @@ TEST(ResponseCacheTest, MissHitAndChanged) {
   EXPECT_EQ(cache.slot_of("b"), std::nullopt);
 }
 
+// A hit's response takes the hitting request's name and copies the rest;
+// the cached entry keeps its own.
+TEST(ResponseCacheTest, AppendNamedCopiesTheEntryUnderTheGivenName) {
+  ResponseCache cache(2);
+  Response cached = response("model.layers.0.weight.grad");
+  cached.group = "bucket";
+  cached.first_dims = {1, 2};
+  cached.prescale = 0.5;
+  const uint32_t slot = *cache.put(cached, request(cached.name));
+  std::vector<Response> appended(1);
+  cache.append_named(slot, "model.layers.0.weight.grad", &appended);
+  ASSERT_EQ(appended.size(), 2u);
+  const Response& out = appended[1];
+  EXPECT_EQ(out.name, "model.layers.0.weight.grad");
+  EXPECT_EQ(out.type, cached.type);
+  EXPECT_EQ(out.elements, cached.elements);
+  EXPECT_EQ(out.group, "bucket");
+  EXPECT_EQ(out.first_dims, cached.first_dims);
+  EXPECT_EQ(out.prescale, 0.5);
+  EXPECT_EQ(cache.response(slot).name, "model.layers.0.weight.grad");
+  EXPECT_EQ(cache.response(slot).group, "bucket");
+  EXPECT_EQ(cache.slot_of("model.layers.0.weight.grad"), std::optional<uint32_t>(slot));
+}
+
 TEST(ResponseCacheTest, AllgatherNeedsTheExactFirstDimension) {
   // The cached response carries every rank's first dimension, so a rank that
   // now brings another number of rows must renegotiate.
