@@ -248,7 +248,9 @@ def main(argv):
     except (DataError, hvd.HorovodInternalError, OSError) as e:
         # Shutting down tells the other ranks, whose pending collectives then
         # fail naming this rank instead of waiting for it.
-        print("train_mnist.py: rank %d: error: %s" % (hvd.rank(), e), file=sys.stderr, flush=True)
+        # One write, so that ranks sharing a terminal do not interleave.
+        sys.stderr.write("train_mnist.py: rank %d: error: %s\n" % (hvd.rank(), e))
+        sys.stderr.flush()
         status = 1
     hvd.shutdown()
     return status

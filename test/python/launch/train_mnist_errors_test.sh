@@ -18,7 +18,7 @@ expect() {
   local rc=0
   timeout --kill-after=5 60 "$mpiexec" -np 2 --oversubscribe "$python" "$example" "$@" >"$work/out" 2>&1 || rc=$?
   local count
-  count=$(grep -cF -- "$text" "$work/out" || true)
+  count=$(grep -oF -- "$text" "$work/out" | wc -l)
   if ((rc == 124 || rc == 137)); then
     echo "FAILED  $name: still running after 60 s"; failures=$((failures + 1))
   elif ((rc != status || count != 2)); then
