@@ -3,8 +3,9 @@
 # examples/python/train_mnist.py (5 epochs, its defaults) on 2 nodes x 2 tasks
 # through chorusrun and srun. Checks that the job completed, that rank 0
 # printed its last epoch's accuracy line, and that the run equals
-# test/python/launch/mnist_reference.py --np 4 (the same computation in one
-# process without Chorus) bit for bit: all 4 ranks' final parameters, the test
+# test/python/launch/mnist_reference.py --np 4 --hosts 2 (the same
+# computation in one process without Chorus, summing the gradients in the
+# hierarchical allreduce's order: each node's 2 ranks, then the nodes) bit for bit: all 4 ranks' final parameters, the test
 # loss and accuracy, with accuracy >= 0.94.
 #   sbatch_train_mnist_python_test.sh <example script> <source dir> <build dir> <python> <mnist dir>
 set -euo pipefail
@@ -47,7 +48,7 @@ grep -Eq '^\[0\] epoch 5/5 .*test accuracy [0-9.]+' "$output" ||
 summary=$work_dir/chorus-mnist-python-$job_id.json
 [[ -r $summary ]] || fail "the job wrote no summary $summary"
 here=$source_dir/test/python/launch
-OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$python" "$here/mnist_reference.py" --np 4 --data-dir "$mnist_dir" \
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$python" "$here/mnist_reference.py" --np 4 --hosts 2 --data-dir "$mnist_dir" \
   --summary-json "$work_dir/reference.json" || fail "the reference run failed"
 "$python" "$here/check_mnist_run.py" "$summary" "$work_dir/reference.json" 4 0.94 ||
   fail "the job's result differs from the single-process reference (above)"

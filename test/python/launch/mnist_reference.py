@@ -6,7 +6,10 @@ Replica r's batch is the r-th shard of torch's DistributedSampler (the
 sampler the example uses) for each epoch; each replica's mean cross-entropy
 gradient is computed through the same operations as on its rank, the
 replicas' gradients are averaged in Chorus's documented order (summed in rank
-order, then times 1/R rounded to float32: test/support/chorus_average.h),
+order, then times 1/R rounded to float32: test/support/chorus_average.h; with
+--hosts H > 1, the ranks being H hosts of R/H consecutive ranks, the
+hierarchical allreduce's order: each host's ranks in order, then the hosts'
+sums in node order, docs/DESIGN.md "Deterministic reductions"),
 and Adam steps with lr x R. Before training, Adam takes one step on zero
 gradients, as Horovod's (and chorus.torch's) broadcast_optimizer_state does
 to create the state it sends. The test loss and accuracy are summed as the
@@ -14,7 +17,7 @@ example's evaluation does: replica r's samples r, r + R, ... in chunks of
 1000, the replicas' sums added in rank order.
 
 Writes the same summary keys as the example's --summary-json.
-    mnist_reference.py --np 2 --data-dir DIR --epochs 2 --summary-json OUT
+    mnist_reference.py --np 2 [--hosts 1] --data-dir DIR --epochs 2 --summary-json OUT
 """
 import argparse
 import hashlib
@@ -57,8 +60,12 @@ def main():
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.001)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--hosts", type=int, default=1)
     p.add_argument("--summary-json", required=True)
     a = p.parse_args()
+    if a.hosts < 1 or a.np % a.hosts:
+        p.error("--hosts must divide --np")
+    per_host = a.np // a.hosts
     torch.set_num_threads(1)
     images, labels = load(a.data_dir, "train")
     test_images, test_labels = load(a.data_dir, "t10k")
@@ -89,13 +96,16 @@ def main():
                 F.cross_entropy(model(images[rows]), labels[rows]).backward()
                 grads.append([q.grad.clone() for q in params])
             for i, q in enumerate(params):
-                total = grads[0][i].clone()
-                for g in grads[1:]:
-                    total = total + g[i]
+                total = None
+                for h in range(a.hosts):
+                    host = grads[h * per_host][i].clone()
+                    for g in grads[h * per_host + 1:(h + 1) * per_host]:
+                        host = host + g[i]
+                    total = host if total is None else total + host
                 q.grad = total * factor
             adam.step()
     model.eval()
-    loss_total, correct_total = 0.0, 0.0
+    sums = []
     with torch.no_grad():
         for r in range(a.np):
             mine = torch.arange(r, len(test_labels), a.np)
@@ -105,8 +115,13 @@ def main():
                 logits = model(test_images[rows])
                 loss_sum += F.cross_entropy(logits, test_labels[rows], reduction="sum").item()
                 correct += logits.argmax(1).eq(test_labels[rows]).sum().item()
-            loss_total += loss_sum
-            correct_total += correct
+            sums.append((loss_sum, correct))
+
+    def combine(values):  # the allreduce's order, as for the gradients
+        hosts = [sum(values[h * per_host + 1:(h + 1) * per_host], values[h * per_host]) for h in range(a.hosts)]
+        return sum(hosts[1:], hosts[0])
+    loss_total = combine([x[0] for x in sums])
+    correct_total = combine([x[1] for x in sums])
     h = hashlib.sha256()
     for q in params:
         h.update(q.detach().contiguous().numpy().tobytes())
