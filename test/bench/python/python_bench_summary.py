@@ -4,7 +4,9 @@ impl, model, round, and samples_per_second or median_seconds): medians over
 the rounds and, round by round, the ratios of the issue's targets:
 python/sync (>= 0.9), python/ddp (>= 2), and for the 4 KiB latency
 python/cpp (<= 1.5). Prints them, and writes them as JSON with --json.
-    python_bench_summary.py ROWS.jsonl [--json OUT]
+    python_bench_summary.py ROWS.jsonl [ROWS.jsonl...] [--json OUT]
+Rows of several files are rounds of one measurement: each file's rounds are
+numbered after the previous file's.
 """
 import argparse
 import json
@@ -16,10 +18,16 @@ RATIOS = (("python_vs_sync", "python", "sync"), ("python_vs_ddp", "python", "ddp
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("rows")
+    p.add_argument("rows", nargs="+")
     p.add_argument("--json")
     a = p.parse_args()
-    rows = [json.loads(line) for line in open(a.rows) if line.strip()]
+    rows, offset = [], 0
+    for path in a.rows:
+        mine = [json.loads(line) for line in open(path) if line.strip()]
+        for r in mine:
+            r["round"] += offset
+        offset = max([offset] + [r["round"] for r in mine])
+        rows += mine
     out = {"training": [], "latency": None}
     for model in sorted({r["model"] for r in rows if r["model"] != "latency4k"}, key=lambda m: m != "ref"):
         mine = [r for r in rows if r["model"] == model]

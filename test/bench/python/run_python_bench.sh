@@ -18,7 +18,10 @@
 # Prints one JSON line per measurement, then the medians and the per-round
 # ratios python/sync, python/ddp, python/cpp and latency python/cpp.
 #   test/bench/python/run_python_bench.sh [--rounds 3] [--models ref,25m] [--build-dir build]
-#       [--json FILE] [--quick]
+#       [--json FILE] [--rows FILE] [--quick]
+# --rows FILE: also keep the raw rows (one JSON line per measurement); the rows
+# files of several runs, given together to python_bench_summary.py, summarise as
+# one measurement (each file's rounds numbered after the previous file's).
 # --quick: a few steps and 50 latency rounds (a smoke run; figures meaningless).
 set -euo pipefail
 
@@ -26,10 +29,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 die() { echo "run_python_bench: error: $*" >&2; exit 1; }
 
-rounds=3 models=ref,25m build_dir=$root/build json="" quick=0
+rounds=3 models=ref,25m build_dir=$root/build json="" rows="" quick=0
 while (($#)); do
   case "$1" in
-    -h | --help) sed -n '2,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,26s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     --quick) quick=1; shift; continue ;;
   esac
   (($# >= 2)) || die "$1 needs a value"
@@ -38,7 +41,8 @@ while (($#)); do
     --models) models="$2" ;;
     --build-dir) build_dir="$2" ;;
     --json) json="$2" ;;
-    *) die "unknown argument '$1' (expected --rounds, --models, --build-dir, --json, --quick; see --help)" ;;
+    --rows) rows="$2" ;;
+    *) die "unknown argument '$1' (expected --rounds, --models, --build-dir, --json, --rows, --quick; see --help)" ;;
   esac
   shift 2
 done
@@ -120,4 +124,5 @@ for ((r = 1; r <= rounds; r++)); do
   record cpp latency4k "$r" <"$scratch/chorus_bench.json"
 done
 echo "machine: $(nproc --all) cores, $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg); date: $(date -u +%FT%TZ)"
+[[ -z "$rows" ]] || cp "$results" "$rows"
 "$python" "$here/python_bench_summary.py" "$results" ${json:+--json "$json"}
