@@ -45,6 +45,15 @@ def main():
         print("%s MLP (%d parameters) at np=%d, global samples/s, median of %d rounds:" %
               (model, entry["parameters"], entry["np"], len(rounds)))
         print("  " + "   ".join("%s %.0f" % (k, v) for k, v in entry["median_samples_per_second"].items()))
+        cpu = {}
+        for r in mine:
+            if "cpu_ms_per_step" in r:
+                cpu.setdefault(r["impl"], []).append(r["cpu_ms_per_step"])
+        if cpu:
+            # Process CPU time per step (training and Chorus's threads), the
+            # highest rank's: less sensitive than samples/s to a loaded machine.
+            entry["median_cpu_ms_per_step"] = {k: statistics.median(v) for k, v in cpu.items()}
+            print("  CPU ms per step: " + "   ".join("%s %.3g" % kv for kv in entry["median_cpu_ms_per_step"].items()))
         for name, values in entry["ratios"].items():
             print("  %-15s %s" % (name, "  ".join("%.2fx" % v for v in values)))
     lat = [r for r in rows if r["model"] == "latency4k"]

@@ -85,6 +85,8 @@ except ValueError:
 row = {"impl": sys.argv[1], "model": sys.argv[2], "round": int(sys.argv[3]), "np": int(sys.argv[4])}
 if "samples_per_second" in d:
     row.update(samples_per_second=d["samples_per_second"], parameters=d.get("parameters"))
+    if "cpu_ms_per_step" in d:
+        row["cpu_ms_per_step"] = d["cpu_ms_per_step"]
 elif "latency" in d:
     row.update(median_seconds=d["latency"]["chorus"]["median_s"], min_seconds=d["latency"]["chorus"]["min_s"])
 else:
