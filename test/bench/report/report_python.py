@@ -56,6 +56,7 @@ def python_section(run, pieces, num, duration, table, provenance):
               "one thread per rank. Global samples/s, median of the rounds; ratios per round (the issue's "
               "targets: >= 0.9x the sync bound, >= 2x DDP).", ""]
     rows = []
+    with_cpu = any("median_cpu_ms_per_step" in e for e in doc["training"])
     for e in doc["training"]:
         med = {k: statistics.median(v) for k, v in e["rounds"].items()}
         ratio = {name: [a / b for a, b in zip(e["rounds"][x], e["rounds"][y])]
@@ -65,9 +66,16 @@ def python_section(run, pieces, num, duration, table, provenance):
                      num(med["python"]), num(med["sync"]), num(med["ddp"]), num(med["cpp"])] +
                     [" / ".join(num(v) + "x" for v in ratio[name]) for name in ("python_vs_sync", "python_vs_ddp",
                                                                                 "python_vs_cpp")])
+        if with_cpu:
+            cpu = e.get("median_cpu_ms_per_step", {})
+            rows[-1].append(" / ".join(num(cpu.get(k)) for k in ("python", "sync")))
     lines += table(["model", "np", "Python", "sync bound", "DDP (gloo)", "C++ front end",
-                    "Python vs sync bound (per round)", "Python vs DDP (per round)", "Python vs C++ (per round)"],
-                   rows)
+                    "Python vs sync bound (per round)", "Python vs DDP (per round)", "Python vs C++ (per round)"] +
+                   (["CPU ms per step, Python / sync bound"] if with_cpu else []), rows)
+    if with_cpu:
+        lines += ["", "CPU ms per step: the process's CPU time (training thread and Chorus's threads) over the "
+                  "timed steps, the highest rank's, median of the rounds: what a step costs, less sensitive than "
+                  "samples/s to other work on the machine."]
     lat = doc["latency"]["median_seconds"]
     n = min(len(lat["python"]), len(lat["cpp"]))
     lines += ["", "One 4 KiB float32 allreduce, submit to wait: every round the ranks meet at a barrier, then time "

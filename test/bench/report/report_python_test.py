@@ -24,13 +24,14 @@ class PythonSection(GeneratorRun):
         training, latency = tables(self.report(), self.HEADING)
         self.assertEqual(training[0], ["model", "np", "Python", "sync bound", "DDP (gloo)", "C++ front end",
                                        "Python vs sync bound (per round)", "Python vs DDP (per round)",
-                                       "Python vs C++ (per round)"])
+                                       "Python vs C++ (per round)", "CPU ms per step, Python / sync bound"])
         # By hand from fixtures/run/python.json: ref 60000/64000, 58000/64000,
         # 62000/62000; 60000/30000, 58000/29000, 62000/31000; /80000, /80000, /77500.
         self.assertEqual(training[1], ["ref (101,770 parameters)", "2", "60000", "64000", "30000", "80000",
                                        "0.938x / 0.906x / 1.00x", "2.00x / 2.00x / 2.00x",
-                                       "0.750x / 0.725x / 0.800x"])
+                                       "0.750x / 0.725x / 0.800x", "1.50 / 1.20"])
         self.assertEqual(training[2][:6], ["25m (24,202,250 parameters)", "2", "800", "820", "560", "900"])
+        self.assertEqual(training[2][9], "600 / 560")
         self.assertEqual(latency, [["round", "Python", "C++ API", "Python vs C++"],
                                    ["1", "12.0 us", "10.0 us", "1.20x"], ["2", "11.0 us", "10.0 us", "1.10x"],
                                    ["3", "13.0 us", "10.0 us", "1.30x"]])
