@@ -63,7 +63,7 @@ class Cnn(nn.Module):
         return self.output(F.relu(self.hidden(x.flatten(1))))
 
 
-def positive_int(low, high):
+def integer_in(low, high):
     def parse(text):
         try:
             value = int(text)
@@ -89,17 +89,17 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         description="Data-parallel MNIST training with chorus.torch (run it under chorusrun or "
                     "mpirun; every rank takes the same options).")
-    p.add_argument("--epochs", type=positive_int(1, 100000), default=5, help="epochs to train (1-100000)")
-    p.add_argument("--batch-size", type=positive_int(1, 65536), default=64,
+    p.add_argument("--epochs", type=integer_in(1, 100000), default=5, help="epochs to train (1-100000)")
+    p.add_argument("--batch-size", type=integer_in(1, 65536), default=64,
                    help="samples per batch per rank (1-65536)")
     p.add_argument("--lr", type=learning_rate, default=0.001,
                    help="learning rate of one process; Adam runs with lr x number of ranks")
-    p.add_argument("--seed", type=positive_int(0, 2**63 - 1), default=42,
+    p.add_argument("--seed", type=integer_in(0, 2**63 - 1), default=42,
                    help="seed of the initial parameters and of the data order")
     p.add_argument("--data-dir", default="data/mnist",
                    help="folder with the four MNIST IDX files (scripts/prepare_mnist.sh)")
     p.add_argument("--model", choices=("mlp", "cnn"), default="mlp", help="mlp (784-128-10) or cnn")
-    p.add_argument("--threads", type=positive_int(1, 1024), default=1, help="torch threads per rank")
+    p.add_argument("--threads", type=integer_in(1, 1024), default=1, help="torch threads per rank")
     p.add_argument("--summary-json", help="write a JSON summary of the run here (rank 0): accuracy, "
                                           "loss, samples/s and every rank's parameter digest")
     args = p.parse_args(argv)
