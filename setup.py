@@ -40,7 +40,7 @@ setup(
     name="chorus",
     version="0.1.0",
     description="Chorus distributed training runtime; chorus.torch has horovod.torch's API",
-    packages=["chorus", "chorus.torch"],
+    packages=["chorus", "chorus.torch", "chorus.torch.elastic"],
     package_dir={"": "frameworks/python"},
     ext_modules=[Extension("chorus._chorus", sources=[])],
     cmdclass={"build_ext": CMakeBuild},

@@ -7,7 +7,10 @@
 
 #include <pybind11/stl.h>
 
+#include "chorus/checked_file.h"
 #include "chorus/chorus.h"
+#include "chorus/elastic.h"
+#include "chorus/torch/elastic_commits.h"
 #include "chorus/torch/ops.h"
 
 #ifdef CHORUS_PY_WITH_NCCL
@@ -112,6 +115,63 @@ py::dict build_flags() {
   flags["gloo"] = false;
   flags["ccl"] = false;
   return flags;
+}
+
+// What chorus.torch.elastic commits: its own payload (torch.save of the
+// state's state_dicts and values), sealed in a checked file of this format,
+// so that a C++ ElasticState's commits and a Python program's are told apart.
+const chorus::CheckedFileFormat& python_commit_format() {
+  static const chorus::CheckedFileFormat format{"CHORUS-PYTHON-ELASTIC-COMMIT 1", "Chorus Python elastic commit"};
+  return format;
+}
+
+// chorus.torch.elastic's store: ElasticCommits with Python's payload. Every
+// collective runs without the GIL; the decoder takes it back only to call
+// Python, and a Python exception there becomes this rank's error, which the
+// ranks then agree on.
+void bind_elastic(py::module_& m) {
+  namespace ct = chorus::torch;
+  m.attr("ELASTIC_RESTART_EXIT_CODE") = chorus::kElasticRestartExitCode;
+  py::class_<ct::ElasticCommits>(m, "ElasticCommits")
+      .def(py::init([](const std::string& directory, int keep, bool every_rank_writes, const std::string& name) {
+             ct::ElasticStateOptions options;
+             options.directory = directory;
+             options.keep = keep;
+             options.every_rank_writes = every_rank_writes;
+             options.name = name;
+             return std::make_unique<ct::ElasticCommits>(python_commit_format(), options);
+           }),
+           py::arg("directory") = "", py::arg("keep") = 2, py::arg("every_rank_writes") = false,
+           py::arg("name") = "elastic")
+      .def("restore",
+           [](ct::ElasticCommits& self, const py::function& decode) {
+             py::gil_scoped_release release;
+             return self.restore([&](const std::string& sealed, int64_t id, const std::string& what) {
+               const std::string payload = chorus::open_checked(python_commit_format(), sealed, what);
+               py::gil_scoped_acquire acquire;
+               try {
+                 decode(py::bytes(payload), id, what);
+               } catch (py::error_already_set& e) {
+                 throw std::runtime_error(py::str(e.value()).cast<std::string>());
+               }
+             });
+           })
+      .def("commit",
+           [](ct::ElasticCommits& self, const py::bytes& payload) {
+             const std::string bytes = payload;
+             py::gil_scoped_release release;
+             return self.commit([&](int64_t) { return chorus::seal_checked(python_commit_format(), bytes); });
+           })
+      .def("hosts_changed",
+           [](ct::ElasticCommits& self) {
+             py::gil_scoped_release release;
+             return self.hosts_changed();
+           })
+      .def_property_readonly("last_commit", &ct::ElasticCommits::last_commit)
+      .def_property_readonly("host_directory", &ct::ElasticCommits::host_directory)
+      .def_property_readonly("job_directory", &ct::ElasticCommits::job_directory)
+      .def_property_readonly("is_writer", &ct::ElasticCommits::is_writer)
+      .def_static("restart_count", &ct::ElasticCommits::restart_count);
 }
 
 }  // namespace
@@ -250,4 +310,5 @@ PYBIND11_MODULE(_chorus, m) {
     py::gil_scoped_release release;
     ct::stop_timeline();
   });
+  bind_elastic(m);
 }

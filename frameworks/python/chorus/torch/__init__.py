@@ -20,3 +20,4 @@ from .mpi_ops import (Average, Sum, Adasum, Min, Max, Product, HorovodInternalEr
 from .functions import (broadcast_parameters, broadcast_optimizer_state, broadcast_object,
                         allgather_object)
 from .optimizer import DistributedOptimizer
+from . import elastic  # hvd.elastic, as in horovod.torch

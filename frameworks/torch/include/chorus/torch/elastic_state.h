@@ -18,7 +18,8 @@
 // every rank holds the same state, so local rank 0 of every host writes it
 // to that host's own folder (<directory>/<job>/<host name>/).
 // restore() agrees (allreduce) on the newest commit complete on some rank,
-// which that rank broadcasts to all, the ranks on new hosts included.
+// which that rank broadcasts to all, the ranks on new hosts included (the
+// protocol is ElasticCommits', which the Python package shares).
 //
 // Learning rates follow the number of ranks: the optimizer's saved options
 // include the learning rate of the run that committed, so after restore()
@@ -35,6 +36,7 @@
 
 #include "chorus/elastic.h"
 #include "chorus/torch/checkpoint.h"
+#include "chorus/torch/elastic_commits.h"
 
 namespace chorus {
 namespace torch {
@@ -50,21 +52,6 @@ class HostsChanged : public std::runtime_error {
 
  private:
   int64_t commit_;
-};
-
-struct ElasticStateOptions {
-  // Where each host keeps its copies; a folder on the host's own disk
-  // (node-local storage), default $CHORUS_ELASTIC_DIR or /tmp/chorus-elastic.
-  std::string directory;
-  // Complete commits kept per host (>= 1); older ones are removed.
-  int keep = 2;
-  // Every rank writes its own copy to <host folder>/rank-<rank>/ instead of
-  // local rank 0 for the host: one copy per rank rather than per host (for
-  // disks shared by several hosts' ranks, or to simulate hosts on one
-  // machine in tests). restore() reads whichever rank has the newest.
-  bool every_rank_writes = false;
-  // Prefix of the collectives' names.
-  std::string name = "elastic";
 };
 
 class ElasticState {
@@ -101,15 +88,15 @@ class ElasticState {
   // with the commit's.
   CheckpointExtras& extras() { return *contents_.extras(); }
   // The id of the last commit written or restored (-1: none yet).
-  int64_t last_commit() const { return last_commit_; }
+  int64_t last_commit() const { return commits_.last_commit(); }
   // The number of ranks when the restored commit was written (0: none).
   int committed_size() const { return committed_size_; }
   // This rank's commit folder (the host's, or with every_rank_writes the
   // rank's); only writers use it.
-  const std::string& host_directory() const { return host_directory_; }
-  bool is_writer() const { return writer_; }
+  const std::string& host_directory() const { return commits_.host_directory(); }
+  bool is_writer() const { return commits_.is_writer(); }
   // CHORUS_ELASTIC_RESTART: how often chorusrun restarted the job (0 without it).
-  static int restart_count();
+  static int restart_count() { return ElasticCommits::restart_count(); }
 
  private:
   // The sealed checkpoint bytes of commit `id`.
@@ -119,12 +106,9 @@ class ElasticState {
 
   CheckpointExtras own_extras_;  // used when the contents bring none
   CheckpointContents contents_;
-  ElasticStateOptions options_;
-  std::string host_directory_;
-  bool writer_ = false;  // local rank 0, or every rank with every_rank_writes
+  ElasticCommits commits_;
   int64_t epoch_ = 0;
   int64_t sample_ = 0;
-  int64_t last_commit_ = -1;
   int committed_size_ = 0;
 };
 
