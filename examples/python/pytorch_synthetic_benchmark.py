@@ -105,6 +105,9 @@ def make_model(name):
 def main(argv):
     args = parse_args(argv)
     hvd.init()
+    # Read once: after the last collective another rank may already have shut
+    # down, and then Chorus refuses calls on this one (rank() included).
+    rank, size = hvd.rank(), hvd.size()
     torch.set_num_threads(args.threads)
 
     torch.manual_seed(1234)
@@ -119,7 +122,7 @@ def main(argv):
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 
     # Each rank's own synthetic batches.
-    torch.manual_seed(99 + hvd.rank())
+    torch.manual_seed(99 + rank)
     pool = 8
     data = torch.randn(pool, args.batch_size, *sample_shape)
     target = torch.randint(classes, (pool, args.batch_size))
@@ -135,12 +138,12 @@ def main(argv):
             hvd.barrier()
 
     def log(text):
-        if hvd.rank() == 0:
+        if rank == 0:
             print(text, flush=True)
 
     log("Model: %s (%d parameters)" % (args.model, sum(p.numel() for p in model.parameters())))
     log("Batch size: %d" % args.batch_size)
-    log("Number of CPUs: %d%s" % (hvd.size(), ", sync bound (no gradient exchange)" if args.sync_bound else ""))
+    log("Number of CPUs: %d%s" % (size, ", sync bound (no gradient exchange)" if args.sync_bound else ""))
     log("Running warmup...")
     timeit.timeit(benchmark_step, number=args.num_warmup_batches)
 
@@ -163,13 +166,13 @@ def main(argv):
     mean = sum(rates) / len(rates)
     conf = 1.96 * (sum((r - mean) ** 2 for r in rates) / len(rates)) ** 0.5
     log("Samples/sec per CPU: %.1f +-%.1f" % (mean, conf))
-    log("Total samples/sec on %d CPU(s): %.1f +-%.1f" % (hvd.size(), hvd.size() * mean, hvd.size() * conf))
+    log("Total samples/sec on %d CPU(s): %.1f +-%.1f" % (size, size * mean, size * conf))
     steps = args.num_iters * args.num_batches_per_iter
     if args.json:
-        log(json.dumps({"mode": "python_sync_bound" if args.sync_bound else "python_chorus", "np": hvd.size(),
+        log(json.dumps({"mode": "python_sync_bound" if args.sync_bound else "python_chorus", "np": size,
                         "model": args.model, "parameters": sum(p.numel() for p in model.parameters()),
                         "batch_per_rank": args.batch_size, "steps": steps, "seconds": seconds,
-                        "samples_per_second": args.batch_size * steps * hvd.size() / seconds,
+                        "samples_per_second": args.batch_size * steps * size / seconds,
                         "cpu_ms_per_step": 1e3 * cpu / steps}))
     hvd.shutdown()
     return 0

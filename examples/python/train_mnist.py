@@ -185,7 +185,7 @@ def evaluate(model, test_set):
     return totals[0].item() / len(labels), totals[1].item() / len(labels)
 
 
-def train(args):
+def train(args, rank):
     torch.set_num_threads(args.threads)
     train_set = load_mnist(args.data_dir, "train")
     test_set = load_mnist(args.data_dir, "test")
@@ -226,14 +226,14 @@ def train(args):
         trained_seconds += seconds
         trained_samples += int(sums[1].item())
         test_loss, test_accuracy = evaluate(model, test_set)
-        if hvd.rank() == 0:
+        if rank == 0:
             print("epoch %d/%d  train loss %.4f  test loss %.4f  test accuracy %.4f  %.0f samples/s  %.2f s"
                   % (epoch + 1, args.epochs, train_loss, test_loss, test_accuracy, sums[1].item() / seconds,
                      time.perf_counter() - epoch_start), flush=True)
     summary.update(final_test_loss=test_loss, final_test_accuracy=test_accuracy,
                    samples_per_second=trained_samples / trained_seconds,
                    parameter_digests=hvd.allgather_object(parameter_digest(model)))
-    if hvd.rank() == 0 and args.summary_json:
+    if rank == 0 and args.summary_json:
         with open(args.summary_json, "w") as f:
             json.dump(summary, f, indent=2)
             f.write("\n")
@@ -242,14 +242,17 @@ def train(args):
 def main(argv):
     args = parse_args(argv)
     hvd.init()
+    # Read once: after the last collective another rank may already have shut
+    # down, and then Chorus refuses calls on this one (rank() included).
+    rank = hvd.rank()
     status = 0
     try:
-        train(args)
+        train(args, rank)
     except (DataError, hvd.HorovodInternalError, OSError) as e:
         # Shutting down tells the other ranks, whose pending collectives then
         # fail naming this rank instead of waiting for it.
         # One write, so that ranks sharing a terminal do not interleave.
-        sys.stderr.write("train_mnist.py: rank %d: error: %s\n" % (hvd.rank(), e))
+        sys.stderr.write("train_mnist.py: rank %d: error: %s\n" % (rank, e))
         sys.stderr.flush()
         status = 1
     hvd.shutdown()
