@@ -25,13 +25,17 @@
 #   (i) pipeline memory: each stage's peak bytes of tensors under GPipe and
 #       1F1B at S=2 and S=4, M = 8 and 16
 #       (test/bench/pipeline/run_pipeline_memory_bench.sh).
+#   (j) the Python binding at np=2: examples/python/pytorch_synthetic_benchmark.py
+#       against its own --sync-bound, PyTorch DDP and the C++ front end
+#       (reference and 25M MLPs), and the 4 KiB allreduce latency from Python
+#       against the C++ API (test/bench/python/run_python_bench.sh).
 # Installs what is missing (gnuplot-nox, python3-torch), builds what is stale,
 # writes every measurement to a fresh build/bench/report-<date>/ and then the
 # report (test/bench/report/generate_report.py).
 #   scripts/bench_report.sh [--quick] [--docs-dir DIR] [--results-dir DIR] [--build-dir DIR]
 #   scripts/bench_report.sh --from RESULTS_DIR [--docs-dir DIR]   (report only, no measuring)
-#   scripts/bench_report.sh --only elastic|pipeline-memory [--results-dir DIR] [--docs-dir DIR] [--build-dir DIR]
-# --only SECTION: measure only that section (elastic: (h), pipeline-memory: (i)) in its own run and
+#   scripts/bench_report.sh --only elastic|pipeline-memory|python [--results-dir DIR] [--docs-dir DIR] [--build-dir DIR]
+# --only SECTION: measure only that section (elastic: (h), pipeline-memory: (i), python: (j)) in its own run and
 # replace just that section of DIR/BENCHMARKS.md (default docs/), leaving the
 # rest of the page as it was; the section says it comes from its own run.
 # --quick: 3 sizes, 3 rounds, 1 training round of a few steps (a smoke run of
@@ -56,7 +60,7 @@ while (($#)); do
     --docs-dir | --results-dir | --build-dir | --from | --only) ;;
     *) die "unknown argument '$1' (expected --quick, --docs-dir DIR, --results-dir DIR, --build-dir DIR, --from DIR, --only SECTION)" ;;
   esac
-  [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a $([[ $1 == --only ]] && echo "section name (elastic or pipeline-memory)" || echo directory) (see --help)"
+  [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a $([[ $1 == --only ]] && echo "section name (elastic, pipeline-memory or python)" || echo directory) (see --help)"
   case "$1" in
     --docs-dir) docs_dir="$2" ;;
     --results-dir) results_dir="$2" ;;
@@ -68,8 +72,8 @@ while (($#)); do
 done
 generator="$root/test/bench/report/generate_report.py"
 case "$only" in
-  "" | elastic | pipeline-memory) ;;
-  *) die "--only: unknown section '$only' (expected elastic or pipeline-memory)" ;;
+  "" | elastic | pipeline-memory | python) ;;
+  *) die "--only: unknown section '$only' (expected elastic, pipeline-memory or python)" ;;
 esac
 [[ -z "$only" || -z "$from" ]] || die "--only and --from cannot be combined"
 [[ -z "$only" ]] || ((!quick)) || die "--only $only has no --quick mode (its scenario is fixed)"
@@ -100,10 +104,11 @@ fi
 
 # --- build ---------------------------------------------------------------
 targets=(chorus_bench chorus_train_bench chorus_pipeline_bench chorus_pipeline_memory_bench chorusrun train_mnist
-         launcher_test_program)
+         launcher_test_program chorus_python)
 case "$only" in
   elastic) targets=(chorusrun train_mnist launcher_test_program) ;;
   pipeline-memory) targets=(chorus_pipeline_memory_bench) ;;
+  python) targets=(chorus_bench chorus_train_bench chorusrun chorus_python) ;;
 esac
 if [[ -z "$build_dir" ]]; then
   "$root/scripts/build.sh" "${targets[@]}"
@@ -127,6 +132,7 @@ case "$only" in
               "$memory_bench") ;;
   elastic) needed=("$chorusrun" "$train_mnist" "$launcher_program") ;;
   pipeline-memory) needed=("$memory_bench") ;;
+  python) needed=("$chorusrun" "$chorus_bench" "$train_bench") ;;
 esac
 for b in "${needed[@]}"; do [[ -x "$b" ]] || die "$b was not built"; done
 
@@ -244,10 +250,19 @@ pipeline_memory() {
     --stages 2,4 --micro-batches 8,16 --bench "$memory_bench" --json "$results_dir/pipeline_memory.json"
 }
 
+# --- (j) the Python binding ----------------------------------------------------
+python_binding() {
+  piece python 2 - python.json 1800 -- "$root/test/bench/python/run_python_bench.sh" "${python_opts[@]}" \
+    --build-dir "$build_dir" --json "$results_dir/python.json"
+}
+python_opts=(--rounds 3)
+((quick)) && python_opts=(--rounds 1 --quick)
+
 if [[ -n "$only" ]]; then
   case "$only" in
     elastic) elastic_recovery; section="(h)" ;;
     pipeline-memory) pipeline_memory; section="(i)" ;;
+    python) python_binding; section="(j)" ;;
   esac
   write_run_json "$(date +%s)"
   python3 "$generator" "$results_dir" --docs-dir "$docs_dir" --only "$only"
@@ -330,6 +345,7 @@ piece pipeline - - pipeline.json 1200 -- "$root/test/bench/pipeline/run_pipeline
 piece heartbeat 2 - heartbeat.json 1800 -- "$root/scripts/bench_heartbeat.sh" --np 2 "${heartbeat_opts[@]}" \
   --build-dir "$build_dir" --json "$results_dir/heartbeat.json"
 pipeline_memory
+python_binding
 # --- (h) elastic recovery (last: it kills processes and makes namespaces) ---
 elastic_recovery
 

@@ -80,6 +80,13 @@ class PyHandle {
     }
     return handle_.outputs();
   }
+  // The same wait for an in-place op, whose result the caller already holds
+  // (its own tensor): no list of outputs to build and convert, which the
+  // 4 KiB allreduce's latency from Python measured.
+  void wait_in_place() const {
+    py::gil_scoped_release release;
+    (void)handle_.wait();  // throws the op's error; copies a result back
+  }
   bool poll() const { return handle_.test(); }
   std::vector<int64_t> received_splits() const {
     py::gil_scoped_release release;
@@ -241,6 +248,8 @@ PYBIND11_MODULE(_chorus, m) {
   py::class_<PyHandle>(m, "Handle")
       .def("wait", &PyHandle::wait,
            "Waits (without the GIL) and returns the outputs; raises ChorusError on failure.")
+      .def("wait_in_place", &PyHandle::wait_in_place,
+           "Waits (without the GIL) for an in-place op; raises ChorusError on failure.")
       .def("poll", &PyHandle::poll)
       .def("received_splits", &PyHandle::received_splits);
 

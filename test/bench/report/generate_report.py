@@ -7,7 +7,7 @@ The markdown goes to DIR/BENCHMARKS.md (default docs/ of this repository), the
 plots to DIR/benchmarks/*.png (gnuplot; other PNGs there, from earlier runs,
 are removed), their data and scripts to RESULTS_DIR/plots/. --no-plots writes
 data and scripts but runs no gnuplot.
---only SECTION (elastic, pipeline-memory): RESULTS_DIR is a run of bench_report.sh --only
+--only SECTION (elastic, pipeline-memory, python): RESULTS_DIR is a run of bench_report.sh --only
 SECTION; only that section of DIR/BENCHMARKS.md is replaced (or inserted in
 its place among the others), the rest of the page is left as it was.
 Exits 1 with a message naming the file and what was expected when an input

@@ -189,17 +189,24 @@ def check_pipeline_memory(doc, where):
     check(doc, where)
 
 
+def check_python_bench(doc, where):
+    from report_python import check_python_bench as check  # it imports this module
+    check(doc, where)
+
+
 PIECE_CHECKS = {"chorus_bench": check_chorus_bench, "gloo": check_gloo, "training": check_training,
                 "autotune": check_training, "chorus_bench_p2p": check_chorus_bench_p2p,
                 "pipeline": check_pipeline, "heartbeat": check_heartbeat,
-                "elastic_recovery": check_elastic_recovery, "pipeline_memory": check_pipeline_memory}
+                "elastic_recovery": check_elastic_recovery, "pipeline_memory": check_pipeline_memory,
+                "python": check_python_bench}
 PIECE_WHAT = {"chorus_bench": "chorus_bench --json output", "gloo": "gloo_allreduce_bench.py --json output",
               "training": "run_training_bench.sh --json output", "autotune": "run_training_bench.sh --json output",
               "chorus_bench_p2p": "chorus_bench --mode p2p --json output",
               "pipeline": "run_pipeline_bench.sh --json output",
               "heartbeat": "scripts/bench_heartbeat.sh --json output",
               "elastic_recovery": "elastic_netns_test.sh's JSON timings",
-              "pipeline_memory": "run_pipeline_memory_bench.sh --json output"}
+              "pipeline_memory": "run_pipeline_memory_bench.sh --json output",
+              "python": "test/bench/python/run_python_bench.sh --json output"}
 
 
 def load_run(directory):

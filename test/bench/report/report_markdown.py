@@ -9,6 +9,7 @@ import statistics
 import report_figures as fig
 from report_elastic import elastic_section
 from report_pipeline_memory import pipeline_memory_section
+from report_python import python_section
 from report_plots import SMALL_SERIES, size_label
 
 DASH = "–"
@@ -352,7 +353,7 @@ def heartbeat_section(run, pieces):
 # The sections bench_report.sh --only can measure on their own, by name:
 # each renders from its own pieces, so it can replace its part of an
 # existing page (generate_report.py --only).
-SECTION_HEADINGS = {"elastic": "## (h)", "pipeline-memory": "## (i)"}
+SECTION_HEADINGS = {"elastic": "## (h)", "pipeline-memory": "## (i)", "python": "## (j)"}
 
 
 def section_lines(name, run, pieces):
@@ -360,6 +361,8 @@ def section_lines(name, run, pieces):
         return elastic_section(run, pieces, num, duration, table, provenance)
     if name == "pipeline-memory":
         return pipeline_memory_section(run, pieces, num, table, provenance)
+    if name == "python":
+        return python_section(run, pieces, num, duration, table, provenance)
     raise KeyError(name)
 
 
@@ -378,6 +381,7 @@ def render(run, pieces, docs_dir, png_dir, results_label, autotune_plotted):
     lines += heartbeat_section(run, pieces)
     lines += section_lines("elastic", run, pieces)
     lines += section_lines("pipeline-memory", run, pieces)
+    lines += section_lines("python", run, pieces)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -233,7 +233,7 @@ class Provenance(GeneratorRun):
         pieces = [json.loads(line) for line in read(os.path.join(FIXTURE, "pieces.jsonl")).splitlines()]
         sections = text.split("\n## ")[1:]
         self.assertEqual([s[:3] for s in sections], ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)", "(h)",
-                                                        "(i)"])
+                                                        "(i)", "(j)"])
         for section in sections:
             self.assertIn(machine, section)
             self.assertIn("`scripts/bench_report.sh --quick` started 2026-12-01 10:00:00 UTC", section)
@@ -242,7 +242,7 @@ class Provenance(GeneratorRun):
                 continue
             where = {"chorus_bench": sections[0], "gloo": sections[1], "training": sections[2],
                      "chorus_bench_p2p": sections[4], "pipeline": sections[5], "heartbeat": sections[6],
-                     "elastic_recovery": sections[7], "pipeline_memory": sections[8]}[p["kind"]]
+                     "elastic_recovery": sections[7], "pipeline_memory": sections[8], "python": sections[9]}[p["kind"]]
             self.assertIn(f"{p['started']}, load average {p['load_average']}", where)
             self.assertIn(f"`{p['command']}`", where)
         self.assertIn("busbw** = bytes / time x 2(n-1)/n", text)

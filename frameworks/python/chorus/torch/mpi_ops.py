@@ -49,6 +49,23 @@ class _Pending:
         return self.finish([h.wait() for h in self.waits])
 
 
+class _InPlace:
+    """One in-place op: its result is the caller's tensor (or the compressed
+    one it handed in), so waiting needs no outputs back from C++."""
+    __slots__ = ("handle", "tensor")
+
+    def __init__(self, handle, tensor):
+        self.handle = handle
+        self.tensor = tensor
+
+    def poll(self):
+        return self.handle.poll()
+
+    def wait(self):
+        self.handle.wait_in_place()
+        return self.tensor
+
+
 def _register(pending):
     handle = next(_handle_ids)
     _handle_map[handle] = pending
@@ -118,7 +135,7 @@ def _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, proces
                                      _factor(prescale_factor, "prescale_factor"),
                                      _factor(postscale_factor, "postscale_factor"),
                                      _set_id(process_set), in_place)
-    return _register(_Pending([handle], _first))
+    return _register(_InPlace(handle, tensor) if in_place else _Pending([handle], _first))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -334,7 +351,7 @@ def _broadcast_async(tensor, root_rank, name, process_set, in_place):
     source = tensor if in_place else tensor.detach()
     handle = _chorus.broadcast_async(source, root_rank, _name(name, "broadcast", process_set),
                                      _set_id(process_set), in_place)
-    return _register(_Pending([handle], _first))
+    return _register(_InPlace(handle, tensor) if in_place else _Pending([handle], _first))
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):

@@ -182,7 +182,11 @@ class _DistributedOptimizer:
                         out = self._compression.decompress(out, ctx) if ctx is not None else out
                         key.grad.zero_().add_(out if out.is_sparse else out.to_sparse())
                     else:
-                        key.grad.set_(self._compression.decompress(out, ctx))
+                        result = self._compression.decompress(out, ctx)
+                        # Uncompressed, the in-place allreduce's result is
+                        # .grad itself: no set_ (a dispatched op) needed.
+                        if result is not key.grad:
+                            key.grad.set_(result)
             self._handles.clear()
         self._synchronized = True
 
