@@ -9,10 +9,16 @@
 # single-process reference (test/python/launch/train_mnist_launch_test.sh).
 # The copy lives under <work parent> (the build tree: a compiler cache with
 # base_dir there can serve pip's CMake build).
-#   python_pip_test.sh <work parent> <chorusrun> <mnist dir>
+# With <build dir> (the suite passes its own), pip's setup.py brings that
+# tree's extension up to date (CHORUS_PYTHON_BUILD_DIR) instead of configuring
+# and compiling build-python/ from nothing: the suite checks what pip installs
+# and how, without compiling the LibTorch front end a second time (about 10
+# minutes on 2 cores). Without it, the whole route a user takes is run.
+#   python_pip_test.sh <work parent> <chorusrun> <mnist dir> [<build dir>]
 set -euo pipefail
-[[ $# -eq 3 ]] || { echo "usage: $0 <work parent> <chorusrun> <mnist dir>" >&2; exit 2; }
+[[ $# -eq 3 || $# -eq 4 ]] || { echo "usage: $0 <work parent> <chorusrun> <mnist dir> [<build dir>]" >&2; exit 2; }
 parent=$1 chorusrun=$2 mnist_dir=$3
+if [[ $# -eq 4 ]]; then export CHORUS_PYTHON_BUILD_DIR=$4; else unset CHORUS_PYTHON_BUILD_DIR; fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
 fail() { echo "python_pip_test: FAIL: $*" >&2; exit 1; }
