@@ -6,6 +6,19 @@ namespace po = boost::program_options;
 
 namespace train_mnist {
 
+void declare_shared_options(po::options_description* description, const std::string& default_data_dir) {
+  description->add_options()
+      ("help,h", "print this help and exit")
+      ("epochs", po::value<std::string>()->default_value("5"), "epochs to train (1-100000)")
+      ("batch-size", po::value<std::string>()->default_value("64"), "samples per batch per rank (1-65536)")
+      ("lr", po::value<std::string>()->default_value("0.001"),
+       "learning rate of one process; Adam runs with lr x number of ranks")
+      ("seed", po::value<std::string>()->default_value("42"),
+       "seed of the initial parameters and of the data order (same on every rank)")
+      ("data-dir", po::value<std::string>()->default_value(default_data_dir),
+       "folder with the four MNIST IDX files (scripts/prepare_mnist.sh)");
+}
+
 po::variables_map parse_command_line(const std::vector<std::string>& arguments,
                                      const po::options_description& description, const std::string& program) {
   po::variables_map values;

@@ -24,8 +24,15 @@ boost::program_options::variables_map parse_command_line(
     const std::vector<std::string>& arguments, const boost::program_options::options_description& description,
     const std::string& program);
 
-// Reads --epochs, --batch-size, --lr, --seed and --data-dir (declared with
-// string values) into the fields of the same names.
+// Declares --help, then --epochs, --batch-size, --lr, --seed and --data-dir
+// (the options read_shared_options reads), as text: numbers are checked when
+// read, so a bad value gets a message naming the accepted range rather than
+// Boost's generic one.
+void declare_shared_options(boost::program_options::options_description* description,
+                            const std::string& default_data_dir);
+
+// Reads --epochs, --batch-size, --lr, --seed and --data-dir (declared by
+// declare_shared_options) into the fields of the same names.
 template <typename Options>
 void read_shared_options(const boost::program_options::variables_map& values, Options* options) {
   auto text = [&](const char* flag) { return values[flag].as<std::string>(); };

@@ -70,18 +70,9 @@ void check_elastic_options(const po::variables_map& values, TrainOptions* option
 ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments) {
   const TrainOptions defaults;
   po::options_description description("Options");
-  // Numbers are read as text and checked here, so a bad value gets a message
-  // naming the accepted range rather than Boost's generic one.
+  declare_shared_options(&description, defaults.data_dir);
+  // This example's own options, as text too (checked when read).
   description.add_options()
-      ("help,h", "print this help and exit")
-      ("epochs", po::value<std::string>()->default_value("5"), "epochs to train (1-100000)")
-      ("batch-size", po::value<std::string>()->default_value("64"), "samples per batch per rank (1-65536)")
-      ("lr", po::value<std::string>()->default_value("0.001"),
-       "learning rate of one process; Adam runs with lr x number of ranks")
-      ("seed", po::value<std::string>()->default_value("42"),
-       "seed of the initial parameters and of the data order (same on every rank)")
-      ("data-dir", po::value<std::string>()->default_value(defaults.data_dir),
-       "folder with the four MNIST IDX files (scripts/prepare_mnist.sh)")
       ("model", po::value<std::string>()->default_value("mlp"), "mlp (784-128-10) or cnn")
       ("checkpoint-dir", po::value<std::string>(),
        "write checkpoint-<epoch>.ckpt after every epoch and best.ckpt (lowest test loss) here")

@@ -13,6 +13,7 @@ namespace po = boost::program_options;
 namespace train_mnist_cuda {
 namespace {
 
+using train_mnist::declare_shared_options;
 using train_mnist::fail;
 using train_mnist::invalid_option;
 using train_mnist::parse_command_line;
@@ -37,18 +38,9 @@ std::string usage(const po::options_description& description) {
 ParsedCudaCommandLine parse_cuda_train_options(const std::vector<std::string>& arguments) {
   const CudaTrainOptions defaults;
   po::options_description description("Options");
-  // Numbers are read as text and checked here, so a bad value gets a message
-  // naming the accepted range rather than Boost's generic one.
+  declare_shared_options(&description, defaults.data_dir);
+  // This example's own options, as text too (checked when read).
   description.add_options()
-      ("help,h", "print this help and exit")
-      ("epochs", po::value<std::string>()->default_value("5"), "epochs to train (1-100000)")
-      ("batch-size", po::value<std::string>()->default_value("64"), "samples per batch per rank (1-65536)")
-      ("lr", po::value<std::string>()->default_value("0.001"),
-       "learning rate of one process; Adam runs with lr x number of ranks")
-      ("seed", po::value<std::string>()->default_value("42"),
-       "seed of the initial parameters and of the data order (same on every rank)")
-      ("data-dir", po::value<std::string>()->default_value(defaults.data_dir),
-       "folder with the four MNIST IDX files (scripts/prepare_mnist.sh)")
       ("checkpoint-dir", po::value<std::string>(),
        "write last.ckpt after every epoch and best.ckpt (lowest test loss) here")
       ("resume", "continue from <checkpoint-dir>/last.ckpt")
