@@ -10,6 +10,9 @@
 
 namespace chorus_test {
 
+// What error_of returns for a call that throws no error of its type.
+inline constexpr char kNoError[] = "<no error thrown>";
+
 template <typename Exception = chorus::Error>
 std::string error_of(const std::function<void()>& call) {
   try {
@@ -17,7 +20,7 @@ std::string error_of(const std::function<void()>& call) {
   } catch (const Exception& e) {
     return e.what();
   }
-  return "<no error thrown>";
+  return kNoError;
 }
 
 }  // namespace chorus_test
