@@ -1,9 +1,9 @@
-// The command line of train_mnist and train_mnist_cuda: Boost's parsing with
-// the examples' rules (no abbreviated options, no stray words), and the
-// options both examples declare the same way (epochs, batch, learning rate,
-// seed, data and checkpoint folders, progress lines). Each example declares
-// its own options and keeps its own Options struct; these read the shared
-// fields into either.
+// The MNIST examples' command lines: Boost's parsing with their rules (no
+// abbreviated options, no stray words), for train_mnist, train_mnist_cuda and
+// tune_mnist; and the options train_mnist and train_mnist_cuda both declare
+// the same way (epochs, batch, learning rate, seed, data and checkpoint
+// folders, progress lines). Each example keeps its own Options struct; these
+// read the shared fields into either.
 #pragma once
 
 #include <boost/program_options.hpp>
