@@ -12,12 +12,14 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "checkpoint.h"
 #include "chorus/atomic_file.h"
 #include "chorus/chorus.h"
+#include "example_start.h"
 #include "run_summary.h"
 #include "train_options.h"
 #include "trainer.h"
@@ -25,23 +27,9 @@
 int main(int argc, char** argv) {
   using namespace train_mnist;
   TrainOptions options;
-  try {
-    const ParsedCommandLine parsed = parse_train_options(std::vector<std::string>(argv + 1, argv + argc));
-    if (!parsed.options) {
-      std::cout << parsed.help;
-      return 0;
-    }
-    options = *parsed.options;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_mnist: error: %s\n", e.what());
-    return 2;
-  }
-
-  try {
-    chorus::init();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_mnist: error: chorus::init() failed: %s\n", e.what());
-    return 1;
+  if (const std::optional<int> exit_status =
+          start_example("train_mnist", argc, argv, parse_train_options, &options)) {
+    return *exit_status;
   }
   const int rank = chorus::rank();
   int status = 0;

@@ -2,9 +2,9 @@
 
 #include <boost/program_options.hpp>
 
-#include <limits>
 #include <sstream>
 
+#include "command_line.h"
 #include "example_error.h"
 #include "option_values.h"
 
@@ -70,18 +70,9 @@ void check_elastic_options(const po::variables_map& values, TrainOptions* option
 ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments) {
   const TrainOptions defaults;
   po::options_description description("Options");
-  // Numbers are read as text and checked here, so a bad value gets a message
-  // naming the accepted range rather than Boost's generic one.
+  declare_shared_options(&description, defaults.data_dir);
+  // This example's own options, as text too (checked when read).
   description.add_options()
-      ("help,h", "print this help and exit")
-      ("epochs", po::value<std::string>()->default_value("5"), "epochs to train (1-100000)")
-      ("batch-size", po::value<std::string>()->default_value("64"), "samples per batch per rank (1-65536)")
-      ("lr", po::value<std::string>()->default_value("0.001"),
-       "learning rate of one process; Adam runs with lr x number of ranks")
-      ("seed", po::value<std::string>()->default_value("42"),
-       "seed of the initial parameters and of the data order (same on every rank)")
-      ("data-dir", po::value<std::string>()->default_value(defaults.data_dir),
-       "folder with the four MNIST IDX files (scripts/prepare_mnist.sh)")
       ("model", po::value<std::string>()->default_value("mlp"), "mlp (784-128-10) or cnn")
       ("checkpoint-dir", po::value<std::string>(),
        "write checkpoint-<epoch>.ckpt after every epoch and best.ckpt (lowest test loss) here")
@@ -130,26 +121,7 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
       ("elastic-dir", po::value<std::string>(),
        "with --elastic: each host's commit folder (default $CHORUS_ELASTIC_DIR or /tmp/chorus-elastic)");
 
-  po::variables_map values;
-  try {
-    const po::parsed_options parsed_options =
-        po::command_line_parser(arguments)
-            .options(description)
-            .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
-            .run();
-    // Without declared positional options Boost keeps stray words aside
-    // instead of refusing them.
-    const std::vector<std::string> stray =
-        po::collect_unrecognized(parsed_options.options, po::include_positional);
-    if (!stray.empty()) {
-      fail("Unexpected argument '" + stray.front() +
-           "': train_mnist takes options only (train_mnist --help lists them)");
-    }
-    po::store(parsed_options, values);
-    po::notify(values);
-  } catch (const po::error& e) {
-    fail(std::string(e.what()) + " (train_mnist --help lists the options)");
-  }
+  const po::variables_map values = parse_command_line(arguments, description, "train_mnist");
 
   ParsedCommandLine parsed;
   if (values.count("help")) {
@@ -158,22 +130,11 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
   }
   auto text = [&](const char* flag) { return values[flag].as<std::string>(); };
   TrainOptions options;
-  options.epochs = parse_integer_option("epochs", text("epochs"), 1, 100000);
-  options.batch_size = parse_integer_option("batch-size", text("batch-size"), 1, 65536);
-  options.lr = parse_number_option("lr", text("lr"), /*allow_zero=*/false, 10.0);
-  options.seed = parse_unsigned_option("seed", text("seed"), 0, std::numeric_limits<uint64_t>::max(),
-                                       "an integer from 0 to 18446744073709551615");
-  options.data_dir = text("data-dir");
-  if (options.data_dir.empty()) invalid_option("data-dir", "", "a folder with the MNIST IDX files");
+  read_shared_options(values, &options);
   const std::string model = text("model");
   if (model != "mlp" && model != "cnn") invalid_option("model", model, "mlp or cnn");
   options.model = parse_model_kind(model);
-  if (values.count("checkpoint-dir")) {
-    options.checkpoint_dir = text("checkpoint-dir");
-    if (options.checkpoint_dir.empty()) {
-      invalid_option("checkpoint-dir", "", "a folder for checkpoints");
-    }
-  }
+  read_checkpoint_dir(values, &options);
   options.resume = values.count("resume") > 0;
   if (options.resume && options.checkpoint_dir.empty()) {
     fail("--resume needs --checkpoint-dir (the folder whose newest checkpoint to continue from)");
@@ -209,16 +170,7 @@ ParsedCommandLine parse_train_options(const std::vector<std::string>& arguments)
     if (options.pipeline_trace.empty()) invalid_option("pipeline-trace", "", "a file path");
   }
   check_pipeline_options(options);
-  const std::string progress = text("progress");
-  if (progress == "auto") {
-    options.progress = TrainOptions::Progress::kAuto;
-  } else if (progress == "live") {
-    options.progress = TrainOptions::Progress::kLive;
-  } else if (progress == "epochs") {
-    options.progress = TrainOptions::Progress::kEpochs;
-  } else {
-    invalid_option("progress", progress, "auto, live or epochs");
-  }
+  options.progress = parse_progress_option<TrainOptions::Progress>(text("progress"));
   const std::string loader = text("loader");
   if (loader == "prefetch") {
     options.loader = TrainOptions::Loader::kPrefetch;

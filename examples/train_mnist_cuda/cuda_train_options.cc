@@ -2,9 +2,9 @@
 
 #include <boost/program_options.hpp>
 
-#include <limits>
 #include <sstream>
 
+#include "command_line.h"
 #include "example_error.h"
 #include "option_values.h"
 
@@ -13,11 +13,15 @@ namespace po = boost::program_options;
 namespace train_mnist_cuda {
 namespace {
 
+using train_mnist::declare_shared_options;
 using train_mnist::fail;
 using train_mnist::invalid_option;
+using train_mnist::parse_command_line;
 using train_mnist::parse_integer_option;
 using train_mnist::parse_number_option;
-using train_mnist::parse_unsigned_option;
+using train_mnist::parse_progress_option;
+using train_mnist::read_checkpoint_dir;
+using train_mnist::read_shared_options;
 
 std::string usage(const po::options_description& description) {
   std::ostringstream out;
@@ -34,18 +38,9 @@ std::string usage(const po::options_description& description) {
 ParsedCudaCommandLine parse_cuda_train_options(const std::vector<std::string>& arguments) {
   const CudaTrainOptions defaults;
   po::options_description description("Options");
-  // Numbers are read as text and checked here, so a bad value gets a message
-  // naming the accepted range rather than Boost's generic one.
+  declare_shared_options(&description, defaults.data_dir);
+  // This example's own options, as text too (checked when read).
   description.add_options()
-      ("help,h", "print this help and exit")
-      ("epochs", po::value<std::string>()->default_value("5"), "epochs to train (1-100000)")
-      ("batch-size", po::value<std::string>()->default_value("64"), "samples per batch per rank (1-65536)")
-      ("lr", po::value<std::string>()->default_value("0.001"),
-       "learning rate of one process; Adam runs with lr x number of ranks")
-      ("seed", po::value<std::string>()->default_value("42"),
-       "seed of the initial parameters and of the data order (same on every rank)")
-      ("data-dir", po::value<std::string>()->default_value(defaults.data_dir),
-       "folder with the four MNIST IDX files (scripts/prepare_mnist.sh)")
       ("checkpoint-dir", po::value<std::string>(),
        "write last.ckpt after every epoch and best.ckpt (lowest test loss) here")
       ("resume", "continue from <checkpoint-dir>/last.ckpt")
@@ -60,26 +55,7 @@ ParsedCudaCommandLine parse_cuda_train_options(const std::vector<std::string>& a
        "live: a live line during each epoch; epochs: one line per epoch only; "
        "auto: live when stdout is a terminal");
 
-  po::variables_map values;
-  try {
-    const po::parsed_options parsed_options =
-        po::command_line_parser(arguments)
-            .options(description)
-            .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
-            .run();
-    // Without declared positional options Boost keeps stray words aside
-    // instead of refusing them.
-    const std::vector<std::string> stray =
-        po::collect_unrecognized(parsed_options.options, po::include_positional);
-    if (!stray.empty()) {
-      fail("Unexpected argument '" + stray.front() +
-           "': train_mnist_cuda takes options only (train_mnist_cuda --help lists them)");
-    }
-    po::store(parsed_options, values);
-    po::notify(values);
-  } catch (const po::error& e) {
-    fail(std::string(e.what()) + " (train_mnist_cuda --help lists the options)");
-  }
+  const po::variables_map values = parse_command_line(arguments, description, "train_mnist_cuda");
 
   ParsedCudaCommandLine parsed;
   if (values.count("help")) {
@@ -88,19 +64,8 @@ ParsedCudaCommandLine parse_cuda_train_options(const std::vector<std::string>& a
   }
   auto text = [&](const char* flag) { return values[flag].as<std::string>(); };
   CudaTrainOptions options;
-  options.epochs = parse_integer_option("epochs", text("epochs"), 1, 100000);
-  options.batch_size = parse_integer_option("batch-size", text("batch-size"), 1, 65536);
-  options.lr = parse_number_option("lr", text("lr"), /*allow_zero=*/false, 10.0);
-  options.seed = parse_unsigned_option("seed", text("seed"), 0, std::numeric_limits<uint64_t>::max(),
-                                       "an integer from 0 to 18446744073709551615");
-  options.data_dir = text("data-dir");
-  if (options.data_dir.empty()) invalid_option("data-dir", "", "a folder with the MNIST IDX files");
-  if (values.count("checkpoint-dir")) {
-    options.checkpoint_dir = text("checkpoint-dir");
-    if (options.checkpoint_dir.empty()) {
-      invalid_option("checkpoint-dir", "", "a folder for checkpoints");
-    }
-  }
+  read_shared_options(values, &options);
+  read_checkpoint_dir(values, &options);
   options.resume = values.count("resume") > 0;
   if (options.resume && options.checkpoint_dir.empty()) {
     fail("--resume needs --checkpoint-dir (the folder whose last.ckpt to continue from)");
@@ -113,16 +78,7 @@ ParsedCudaCommandLine parse_cuda_train_options(const std::vector<std::string>& a
     options.summary_json = text("summary-json");
     if (options.summary_json.empty()) invalid_option("summary-json", "", "a file path");
   }
-  const std::string progress = text("progress");
-  if (progress == "auto") {
-    options.progress = CudaTrainOptions::Progress::kAuto;
-  } else if (progress == "live") {
-    options.progress = CudaTrainOptions::Progress::kLive;
-  } else if (progress == "epochs") {
-    options.progress = CudaTrainOptions::Progress::kEpochs;
-  } else {
-    invalid_option("progress", progress, "auto, live or epochs");
-  }
+  options.progress = parse_progress_option<CudaTrainOptions::Progress>(text("progress"));
   parsed.options = options;
   return parsed;
 }

@@ -15,6 +15,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "chorus/chorus.h"
 #include "cuda_train_options.h"
 #include "device_selection.h"
+#include "example_start.h"
 #include "host_collectives.h"
 #include "run_summary.h"
 #include "trainer.h"
@@ -50,24 +52,10 @@ std::string find_device(int rank, int* device) {
 
 int main(int argc, char** argv) {
   CudaTrainOptions options;
-  try {
-    const train_mnist_cuda::ParsedCudaCommandLine parsed =
-        train_mnist_cuda::parse_cuda_train_options(std::vector<std::string>(argv + 1, argv + argc));
-    if (!parsed.options) {
-      std::cout << parsed.help;
-      return 0;
-    }
-    options = *parsed.options;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_mnist_cuda: error: %s\n", e.what());
-    return 2;
-  }
-
-  try {
-    chorus::init();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_mnist_cuda: error: chorus::init() failed: %s\n", e.what());
-    return 1;
+  if (const std::optional<int> exit_status =
+          train_mnist::start_example("train_mnist_cuda", argc, argv, train_mnist_cuda::parse_cuda_train_options,
+                                     &options)) {
+    return *exit_status;
   }
   const int rank = chorus::rank();
   int status = 0;

@@ -13,6 +13,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "chorus/tune/search_plot.h"
 #include "chorus/tune/search_summary.h"
 #include "chorus/tune/state_file.h"
+#include "example_start.h"
 #include "mnist_trial.h"
 #include "tune_options.h"
 
@@ -133,22 +135,9 @@ int run(const TuneOptions& o) {
 
 int main(int argc, char** argv) {
   TuneOptions options;
-  try {
-    const auto parsed = tune_mnist::parse_tune_options(std::vector<std::string>(argv + 1, argv + argc));
-    if (!parsed.options) {
-      std::cout << parsed.help;
-      return 0;
-    }
-    options = *parsed.options;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tune_mnist: error: %s\n", e.what());
-    return 2;
-  }
-  try {
-    chorus::init();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tune_mnist: error: chorus::init() failed: %s\n", e.what());
-    return 1;
+  if (const std::optional<int> exit_status =
+          train_mnist::start_example("tune_mnist", argc, argv, tune_mnist::parse_tune_options, &options)) {
+    return *exit_status;
   }
   // Read now: once rank 0 has shut down after an error, chorus::rank()
   // throws on the other ranks.

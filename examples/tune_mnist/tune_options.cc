@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "command_line.h"
 #include "example_error.h"
 #include "option_values.h"
 
@@ -12,6 +13,7 @@ namespace po = boost::program_options;
 namespace tune_mnist {
 
 using train_mnist::fail;
+using train_mnist::parse_command_line;
 using train_mnist::parse_integer_option;
 using train_mnist::parse_unsigned_option;
 
@@ -46,21 +48,7 @@ ParsedTuneCommandLine parse_tune_options(const std::vector<std::string>& argumen
       ("threads", po::value<std::string>()->default_value("1"), "LibTorch threads per rank (1-1024)")
       ("quiet", "no progress line per job");
 
-  po::variables_map values;
-  try {
-    const po::parsed_options parsed =
-        po::command_line_parser(arguments)
-            .options(description)
-            .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
-            .run();
-    const std::vector<std::string> stray = po::collect_unrecognized(parsed.options, po::include_positional);
-    if (!stray.empty())
-      fail("Unexpected argument '" + stray.front() + "': tune_mnist takes options only (tune_mnist --help lists them)");
-    po::store(parsed, values);
-    po::notify(values);
-  } catch (const po::error& e) {
-    fail(std::string(e.what()) + " (tune_mnist --help lists the options)");
-  }
+  const po::variables_map values = parse_command_line(arguments, description, "tune_mnist");
 
   ParsedTuneCommandLine out;
   if (values.count("help")) {

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 
+#include "base/back_off.h"
 #include "ops/cuda/cuda_event.h"
 
 namespace chorus {
@@ -36,14 +36,6 @@ namespace {
 // Staging buffers start at this size, so that a job of small collectives
 // allocates once.
 constexpr size_t kMinStagingBytes = size_t{1} << 20;
-
-// Sleeps `*next` (50 us at first), then doubles it up to 1 ms: a wait that
-// yields the CPU, ends within ~1 ms of the event, and still sees an abort.
-void sleep_and_back_off(std::chrono::microseconds* next) {
-  constexpr std::chrono::microseconds kFirst{50}, kLongest{1000};
-  *next = next->count() == 0 ? kFirst : std::min(*next * 2, kLongest);
-  std::this_thread::sleep_for(*next);
-}
 
 // A collective queued on the stream: done once the event recorded after its
 // copy back to the device is; its outcome is the host function's, unless the

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "ops/cuda/cuda_device.h"
 #include "ops/nccl/nccl_types.h"
@@ -32,14 +31,6 @@ std::string seconds_text(std::chrono::milliseconds duration) {
     std::snprintf(text, sizeof(text), "%g s", static_cast<double>(ms) / 1000.0);
   }
   return text;
-}
-
-void sleep_and_back_off(std::chrono::microseconds* next) {
-  constexpr std::chrono::microseconds kFirst{50};
-  constexpr std::chrono::microseconds kLongest{1000};
-  const std::chrono::microseconds now = std::clamp(*next, kFirst, kLongest);
-  std::this_thread::sleep_for(now);
-  *next = std::min(now * 2, kLongest);
 }
 
 ScopedCudaDevice::ScopedCudaDevice(int index) {

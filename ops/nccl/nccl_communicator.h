@@ -38,17 +38,13 @@
 #include <mutex>
 #include <string>
 
+#include "base/back_off.h"
 #include "chorus/status.h"
 
 namespace chorus {
 
 // "300 s", "0.25 s": a duration in the seconds that messages quote.
 std::string seconds_text(std::chrono::milliseconds duration);
-
-// Sleeps `*next` (at least 50 us), then doubles it up to 1 ms: waits that
-// react within microseconds to fast work and cost ~1000 wake-ups a second
-// on slow work, without spinning on a core the peer ranks may need.
-void sleep_and_back_off(std::chrono::microseconds* next);
 
 // Makes `index` the calling thread's current CUDA device for its lifetime,
 // then restores the previous one (NCCL and the CUDA runtime take the device

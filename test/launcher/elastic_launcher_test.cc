@@ -15,14 +15,18 @@
 #include <gtest/gtest.h>
 
 #include "chorus/elastic.h"
+#include "chorus_error_of.h"
 #include "elastic_policy.h"
-#include "error_of.h"
 #include "host_discovery.h"
 #include "launch_options.h"
 #include "report_protocol.h"
+#include "usage_error.h"
 
 namespace chorus::launcher {
 namespace {
+
+// The message of the UsageError a call throws.
+constexpr auto error_of = chorus_test::error_of<UsageError>;
 
 using Strings = std::vector<std::string>;
 using ::testing::HasSubstr;

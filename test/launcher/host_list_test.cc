@@ -3,10 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "error_of.h"
+#include "chorus_error_of.h"
+#include "usage_error.h"
 
 namespace chorus::launcher {
 namespace {
+
+// The message of the UsageError a call throws.
+constexpr auto error_of = chorus_test::error_of<UsageError>;
 
 using ::testing::HasSubstr;
 

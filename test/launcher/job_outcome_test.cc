@@ -4,13 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include "chorus_error_of.h"
 #include "line_prefixer.h"
 #include "mpi_implementation.h"
 #include "report_protocol.h"
-#include "error_of.h"
+#include "usage_error.h"
 
 namespace chorus::launcher {
 namespace {
+
+// The message of the UsageError a call throws.
+constexpr auto error_of = chorus_test::error_of<UsageError>;
 
 RankExit code(int rank, int value, bool stopped = false) {
   RankExit e;

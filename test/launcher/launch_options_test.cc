@@ -3,11 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "error_of.h"
+#include "chorus_error_of.h"
 #include "runtime_settings.h"
+#include "usage_error.h"
 
 namespace chorus::launcher {
 namespace {
+
+// The message of the UsageError a call throws.
+constexpr auto error_of = chorus_test::error_of<UsageError>;
 
 using Strings = std::vector<std::string>;
 using ::testing::HasSubstr;

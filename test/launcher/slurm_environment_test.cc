@@ -4,10 +4,14 @@
 
 #include <map>
 
-#include "error_of.h"
+#include "chorus_error_of.h"
+#include "usage_error.h"
 
 namespace chorus::launcher {
 namespace {
+
+// The message of the UsageError a call throws.
+constexpr auto error_of = chorus_test::error_of<UsageError>;
 
 using Strings = std::vector<std::string>;
 

@@ -1,5 +1,6 @@
-// The message of the chorus::Error a call throws, for tests that compare
-// error texts; "<no chorus::Error thrown>" when it throws none.
+// The message of the exception a call throws (chorus::Error unless the test
+// names another type, e.g. the launcher's UsageError), for tests that compare
+// error texts; "<no error thrown>" when it throws none of that type.
 #pragma once
 
 #include <functional>
@@ -9,13 +10,17 @@
 
 namespace chorus_test {
 
-inline std::string error_of(const std::function<void()>& call) {
+// What error_of returns for a call that throws no error of its type.
+inline constexpr char kNoError[] = "<no error thrown>";
+
+template <typename Exception = chorus::Error>
+std::string error_of(const std::function<void()>& call) {
   try {
     call();
-  } catch (const chorus::Error& e) {
+  } catch (const Exception& e) {
     return e.what();
   }
-  return "<no chorus::Error thrown>";
+  return kNoError;
 }
 
 }  // namespace chorus_test

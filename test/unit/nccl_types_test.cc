@@ -1,6 +1,6 @@
 // The NCCL backend's GPU-free parts: DataType/ReduceOp -> NCCL's types and
 // ops, the factor rules (which sums scale inside PreMulSum and the scalar
-// they pass), ncclResult_t -> Status, and the waiting helpers. Built with
+// they pass), ncclResult_t -> Status, and seconds_text. Built with
 // CHORUS_WITH_NCCL; needs no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -166,18 +166,6 @@ TEST(NcclWaitingTest, QuotesSeconds) {
   EXPECT_EQ(seconds_text(std::chrono::seconds(300)), "300 s");
   EXPECT_EQ(seconds_text(std::chrono::milliseconds(250)), "0.25 s");
   EXPECT_EQ(seconds_text(std::chrono::milliseconds(1500)), "1.5 s");
-}
-
-TEST(NcclWaitingTest, BacksOffFrom50MicrosecondsTo1Millisecond) {
-  std::chrono::microseconds next{0};
-  const auto began = std::chrono::steady_clock::now();
-  const long expected[] = {100, 200, 400, 800, 1000, 1000};
-  for (long after : expected) {
-    sleep_and_back_off(&next);
-    EXPECT_EQ(next.count(), after);
-  }
-  // It slept: 50 + 100 + 200 + 400 + 800 + 1000 us at least.
-  EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::microseconds(2550));
 }
 
 }  // namespace

@@ -16,20 +16,14 @@
 #include "chorus/status.h"
 #include "chorus/torch/autocast.h"
 #include "chorus/torch/grad_scaler.h"
+#include "chorus_error_of.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 namespace ct = chorus::torch;
 
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const chorus::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using chorus_test::error_of;
 
 TEST(GradScalerOptions, DefaultsAreTorchAmps) {
   const ct::GradScaler scaler;
@@ -151,12 +145,12 @@ TEST(CpuAutocast, Fp16IsRefusedWhereCpuKernelsLackHalfMatmul) {
   }
   const std::string error = error_of([] { ct::check_amp_supported(ct::AmpMode::kFP16); });
   if (half_matmul) {
-    EXPECT_EQ(error, "");
+    EXPECT_EQ(error, chorus_test::kNoError);
   } else {
     EXPECT_THAT(error, HasSubstr("amp fp16 is not supported on the CPU"));
     EXPECT_THAT(error, HasSubstr("expected --amp bf16"));
   }
-  EXPECT_EQ(error_of([] { ct::check_amp_supported(ct::AmpMode::kBF16); }), "");
+  EXPECT_EQ(error_of([] { ct::check_amp_supported(ct::AmpMode::kBF16); }), chorus_test::kNoError);
 }
 
 }  // namespace

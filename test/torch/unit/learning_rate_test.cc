@@ -12,6 +12,7 @@
 
 #include "chorus/status.h"
 #include "chorus/torch/learning_rate.h"
+#include "chorus_error_of.h"
 
 namespace {
 
@@ -19,14 +20,7 @@ using chorus::torch::LearningRateWarmup;
 using ::testing::HasSubstr;
 namespace ct = chorus::torch;
 
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const chorus::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using chorus_test::error_of;
 
 double group_lr(const torch::optim::Optimizer& optimizer, size_t group) {
   return optimizer.param_groups()[group].options().get_lr();
