@@ -14,6 +14,7 @@
 #include "ops/mpi/mpi_point_to_point.h"
 #include "ops/mpi/mpi_setup_channel.h"
 #include "ops/mpi/mpi_topology.h"
+#include "base/launcher_rendezvous.h"
 #include "base/logging.h"
 #include "ops/host_transport.h"
 #include "ops/shm/shm_controller_transport.h"
@@ -152,7 +153,7 @@ Status Communication::start_heartbeat(const HeartbeatOptions& options, Heartbeat
 }
 
 void abort_mpi_job(int rank, const std::string& reason) {
-  constexpr int kExitStatus = 70;
+  constexpr int kExitStatus = kJobAbortExitCode;
   // Long enough for Open MPI to end the job in the normal way (about a
   // second here), so that its launcher reports the abort.
   static constexpr std::chrono::seconds kWatchdog{5};

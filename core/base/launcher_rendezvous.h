@@ -17,6 +17,12 @@ inline constexpr const char* kLauncherTokenVariable = "CHORUS_LAUNCHER_TOKEN";
 // This process's rank, as the MPI launcher numbered it.
 inline constexpr const char* kLauncherRankVariable = "CHORUS_LAUNCHER_RANK";
 
+// The exit status of a rank whose runtime ended the whole job
+// (ops/communication.h, abort_mpi_job): most often because a peer was lost,
+// so chorusrun ranks such an exit below a rank killed by a signal, which is
+// more likely the cause (sysexits' EX_SOFTWARE).
+inline constexpr int kJobAbortExitCode = 70;
+
 // The line init() sends: "init <token> <rank>\n". chorusrun parses it with
 // the same words (launcher/src/report_protocol.cc).
 std::string launcher_init_message(const std::string& token, int rank);

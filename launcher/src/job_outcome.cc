@@ -1,6 +1,9 @@
 #include "job_outcome.h"
 
 #include <sstream>
+#include <utility>
+
+#include "base/launcher_rendezvous.h"
 
 namespace chorus::launcher {
 namespace {
@@ -28,6 +31,28 @@ std::string launcher_status_text(const JobRecord& record) {
 }
 
 int exit_status_for(const RankExit& exit) { return exit.signaled ? 128 + exit.value : exit.value; }
+
+// The runtime ended the job, most often because it saw a peer die.
+bool is_job_abort(const RankExit& exit) { return !exit.signaled && exit.value == kJobAbortExitCode; }
+
+// The failing exit (not told to stop) most likely to be the job's cause,
+// whatever order the reports came in: a rank a survivor reported lost (its
+// heartbeat or local peer watch saw it go), then any but the runtime's abort
+// of the job (a consequence of another rank's loss when one was lost), then
+// the first to arrive. nullptr when none failed on its own.
+const RankExit* root_cause(const JobRecord& record) {
+  std::set<int> reported_lost;
+  for (const LostReport& report : record.lost_reports) reported_lost.insert(report.rank);
+  const auto key = [&](const RankExit& exit) {
+    return std::make_pair(reported_lost.count(exit.rank) == 0, is_job_abort(exit));
+  };
+  const RankExit* best = nullptr;
+  for (const RankExit& exit : record.exits) {
+    if (exit.ok() || exit.stopped) continue;
+    if (best == nullptr || key(exit) < key(*best)) best = &exit;
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -58,11 +83,6 @@ JobOutcome decide_outcome(const JobRecord& record) {
     return {128 + *record.stopped_by_signal,
             "chorusrun: stopped by " + signal_name(*record.stopped_by_signal) + "; every rank was ended"};
   }
-  // The first rank that failed on its own is the cause; ranks stopped
-  // afterwards (their wrapper was told to stop them) are consequences.
-  for (const RankExit& exit : record.exits) {
-    if (!exit.ok() && !exit.stopped) return {exit_status_for(exit), "chorusrun: " + describe_exit(exit)};
-  }
   const int launcher_failure = record.launcher_signaled ? 128 + record.launcher_status : record.launcher_status;
   const int failure_status = launcher_failure != 0 ? launcher_failure : 1;
   std::set<int> exited;
@@ -72,6 +92,17 @@ JobOutcome decide_outcome(const JobRecord& record) {
   std::set<int> unreported = record.lost;
   for (int rank : record.started) {
     if (!exited.count(rank)) unreported.insert(rank);
+  }
+  // A rank that failed on its own is the cause; ranks stopped afterwards
+  // (their wrapper was told to stop them) are consequences. Of those that
+  // failed on their own, the most likely cause is chosen by what they are,
+  // not by which report came first (a survivor's abort often arrives before
+  // the report of the rank it saw die).
+  if (const RankExit* cause = root_cause(record)) {
+    // A rank that vanished outranks one that only aborted the job.
+    if (!(is_job_abort(*cause) && !unreported.empty())) {
+      return {exit_status_for(*cause), "chorusrun: " + describe_exit(*cause)};
+    }
   }
   if (!unreported.empty()) {
     return {failure_status, "chorusrun: rank(s) " + format_ranks(unreported) +

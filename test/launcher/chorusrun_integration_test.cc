@@ -113,6 +113,19 @@ class ReadyDirectory {
   std::string path_;
 };
 
+// A survivor that saw a rank die ends the job with the runtime's abort
+// code, and its exit often reaches chorusrun before the dead rank's:
+// chorusrun must still name the rank that was killed.
+TEST(Chorusrun, KilledRankIsNamedEvenWhenASurvivorsAbortArrivesFirst) {
+  ReadyDirectory directory;
+  const RunResult r = run_chorusrun(kChorusrun, args({"-np", "3"}, {"abort-after-kill", "2", directory.path()}));
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code(), 128 + SIGKILL) << r.output;
+  EXPECT_EQ(last_line(r.output), "chorusrun: rank 2 (on " + host_name() + ") was killed by signal 9 (SIGKILL)")
+      << r.output;
+  EXPECT_THAT(r.leftovers, IsEmpty());
+}
+
 TEST(Chorusrun, SigtermToTheLauncherEndsEveryRank) {
   ReadyDirectory ready;
   RunRequest request = args({"-np", "2"}, {"wait", ready.path()});

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/launcher_rendezvous.h"
 #include "chorus_error_of.h"
 #include "line_prefixer.h"
 #include "mpi_implementation.h"
@@ -66,6 +67,47 @@ TEST(JobOutcome, SignalsAreNamedAndGive128PlusSignal) {
   const JobOutcome o = decide_outcome(r);
   EXPECT_EQ(o.exit_status, 137);
   EXPECT_EQ(o.final_line, "chorusrun: rank 1 (on h1) was killed by signal 9 (SIGKILL)");
+}
+
+// Survivors whose runtime saw a rank die end the job with its abort code
+// (kJobAbortExitCode), often before the dead rank's report arrives: the
+// cause is chosen by what each exit is, whatever the order of arrival.
+TEST(JobOutcome, KilledRankOutranksSurvivorsAbortsThatArrivedFirst) {
+  for (const bool reported : {false, true}) {
+    JobRecord r = started(3);
+    r.launcher_status = kJobAbortExitCode;
+    r.exits = {code(0, kJobAbortExitCode), code(1, kJobAbortExitCode), killed(2, SIGKILL)};
+    if (reported) r.lost_reports = {LostReport{0, 2, "h2"}, LostReport{1, 2, "h2"}};
+    const JobOutcome o = decide_outcome(r);
+    EXPECT_EQ(o.exit_status, 137) << reported;
+    EXPECT_EQ(o.final_line, "chorusrun: rank 2 (on h2) was killed by signal 9 (SIGKILL)") << reported;
+  }
+}
+
+TEST(JobOutcome, RankSurvivorsReportedLostIsTheCause) {
+  // A survivor's program failed on the runtime's error (code 1) before the
+  // lost rank's own report: the survivors' word names the cause.
+  JobRecord r = started(3);
+  r.exits = {code(0, 1), code(2, 3), code(1, kJobAbortExitCode)};
+  r.lost_reports = {LostReport{1, 2, "h2"}};
+  EXPECT_EQ(decide_outcome(r).final_line, "chorusrun: rank 2 (on h2) exited with code 3");
+}
+
+TEST(JobOutcome, VanishedRankOutranksSurvivorsAborts) {
+  // The killed rank's wrapper was lost too: its rank is named, not the
+  // survivor that aborted the job because of it.
+  JobRecord r = started(3);
+  r.launcher_status = kJobAbortExitCode;
+  r.exits = {code(0, kJobAbortExitCode), killed(1, SIGTERM, true)};
+  EXPECT_EQ(decide_outcome(r).final_line,
+            "chorusrun: rank(s) [2] ended without reporting how (their host or their chorusrun rank wrapper was "
+            "lost); mpirun exited with code 70");
+  // With nothing else to blame, the rank whose runtime ended the job is named
+  // (its own internal error, say).
+  JobRecord alone = started(2);
+  alone.exits = {code(1, kJobAbortExitCode), killed(0, SIGTERM, true)};
+  EXPECT_EQ(decide_outcome(alone).exit_status, kJobAbortExitCode);
+  EXPECT_EQ(decide_outcome(alone).final_line, "chorusrun: rank 1 (on h1) exited with code 70");
 }
 
 TEST(JobOutcome, StartTimeoutNamesTheMissingRanks) {
