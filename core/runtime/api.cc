@@ -166,15 +166,12 @@ void detail::init_with_backends(std::vector<BackendMaker> makers) { RuntimeOwner
 void shutdown() { RuntimeOwner::instance().shutdown(); }
 bool is_initialized() { return RuntimeOwner::instance().initialized(); }
 
-// The topology is fixed once the runtime exists, so a runtime stopped by a
-// peer's shutdown or loss still answers (as Horovod's rank() does): a
-// program's error handler can still say which rank it is.
-int rank() { return RuntimeOwner::instance().get()->topology().rank; }
-int size() { return RuntimeOwner::instance().get()->topology().size; }
-int local_rank() { return RuntimeOwner::instance().get()->topology().local_rank; }
-int local_size() { return RuntimeOwner::instance().get()->topology().local_size; }
-int cross_rank() { return RuntimeOwner::instance().get()->topology().cross_rank; }
-int cross_size() { return RuntimeOwner::instance().get()->topology().cross_size; }
+int rank() { return runtime()->topology().rank; }
+int size() { return runtime()->topology().size; }
+int local_rank() { return runtime()->topology().local_rank; }
+int local_size() { return runtime()->topology().local_size; }
+int cross_rank() { return runtime()->topology().cross_rank; }
+int cross_size() { return runtime()->topology().cross_size; }
 
 // The backends are fixed once the runtime exists, so a stopped one still
 // answers (the collective that follows reports why it stopped).

@@ -31,11 +31,6 @@ TEST(PeerShutdown, PendingAllreduceFailsNamingTheRankThatShutDown) {
     const chorus::Status status = finish(handle, std::chrono::seconds(30));
     EXPECT_EQ(status.code(), chorus::StatusCode::kShutdown) << status.message();
     EXPECT_EQ(status.message(), "Rank 1 shut down while allreduce 'peer.pending' was pending");
-    // The runtime has stopped, but it still says where this rank is (as
-    // Horovod's rank() does after a peer left), for the program's handler.
-    EXPECT_EQ(chorus::rank(), rank);
-    EXPECT_EQ(chorus::size(), world_size());
-    EXPECT_EQ(chorus::local_rank() >= 0 && chorus::cross_size() >= 1, true);
   }
   test_barrier();
   shutdown_chorus();
