@@ -144,6 +144,7 @@ void Runtime::shutdown() {
   // stopped for may never get there (one stuck in its own code, say): end
   // the whole job instead, so no rank is left waiting.
   if (!peers_lost_.empty()) {
+    std::this_thread::sleep_until(end_job_at_);
     comm_->abort_job(peers_lost_ + "; ending the job here, since finalizing MPI would wait for the ranks "
                                    "that stopped responding");
   }
@@ -180,10 +181,17 @@ void Runtime::background_loop() {
     const Status failed = Status::Aborted("Chorus stopped after an internal error: " + status.message());
     comm_->backends().abort_all(failed.message());
     fail_pending(failed, [&](const TensorEntry&) { return failed; });
-    // The same grace as the heartbeat's (a dead local peer ends up here):
-    // the other survivors on this host see the loss within LocalPeers'
-    // interval and raise their own errors before the abort ends them.
-    comm_->abort_job_after(HeartbeatOptions{}.end_grace, failed.message());
+    // The job ends the heartbeat's grace later (a dead local peer ends up
+    // here too): time for the program to hear the error and for the other
+    // survivors on this host to notice the loss within LocalPeers' interval
+    // and raise their own errors. shutdown() ends it then (finalizing MPI
+    // would wait for the ranks that are gone); the thread ends it in a
+    // program that never calls shutdown().
+    const auto grace = HeartbeatOptions{}.end_grace;
+    peers_lost_ = failed.message();
+    end_job_at_ = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(grace);
+    comm_->abort_job_after(grace, failed.message());
     return;
   }
 }

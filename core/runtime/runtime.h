@@ -13,6 +13,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -158,9 +159,12 @@ class Runtime {
   bool mark_cycles_ = false;
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;  // background thread only
-  // Why the job stopped without every rank's consent (a stall shutdown);
-  // written by the background thread, read by shutdown() after joining it.
+  // Why the job stopped without every rank's consent (a stall shutdown, an error
+  // that stopped this rank); written by the background thread, read by shutdown() after joining it.
   std::string peers_lost_;
+  // Not before then does shutdown() end the job (the grace after an error
+  // that stopped this rank); background thread, read after joining it.
+  std::chrono::steady_clock::time_point end_job_at_{};
   std::atomic<uint64_t> barrier_count_{0};
   std::atomic<uint64_t> add_set_count_{0};
   std::atomic<uint64_t> remove_set_count_{0};

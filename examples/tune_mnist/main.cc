@@ -25,6 +25,7 @@
 #include "chorus/tune/asha.h"
 #include "chorus/tune/distributed_search.h"
 #include "chorus/tune/hyperband.h"
+#include "chorus/tune/process_set_groups.h"
 #include "chorus/tune/random_search.h"
 #include "chorus/tune/search_plot.h"
 #include "chorus/tune/search_summary.h"
@@ -92,7 +93,9 @@ const TrialRecord* report(const SearchLog& log, const TuneOptions& o) {
   return best_trial(log);
 }
 
-int run(const TuneOptions& o) {
+// `rank` is read before anything can fail: chorus::rank() would throw once
+// another rank shut down after the same error, hiding this rank's own.
+int run(const TuneOptions& o, int rank) {
   torch::set_num_threads(o.threads);
   const tune_mnist::TuneData data = tune_mnist::load_tune_data(o.data_dir, o.validation_samples, o.train_samples);
   const SearchSpace space = mnist_space();
@@ -102,7 +105,7 @@ int run(const TuneOptions& o) {
   options.seed = o.seed;
   options.state_path = o.state;
   options.resume = o.resume;
-  if (chorus::rank() == 0 && !o.quiet)
+  if (rank == 0 && !o.quiet)
     options.progress = [](const std::string& line) { std::printf("%s\n", line.c_str()), std::fflush(stdout); };
   const std::optional<SearchLog> log = run_distributed_search(
       space, *scheduler, [&trial](TrialContext& ctx) { return trial(ctx); }, o.ranks_per_trial, options);
@@ -111,20 +114,20 @@ int run(const TuneOptions& o) {
   // share of the test set with the trial's last checkpoint.
   int64_t best = -1, budget = 0;
   double validation = 0;
-  if (chorus::rank() == 0) {
+  if (rank == 0) {
     const TrialRecord* t = report(*log, o);
     if (t && t->last_result()) best = t->id, budget = t->last_result()->budget, validation = t->last_result()->metric;
   }
   best = chorus::torch::broadcast_scalar(best, 0, "tune_mnist.best");
   budget = chorus::torch::broadcast_scalar(budget, 0, "tune_mnist.best_budget");
   if (best < 0) {
-    if (chorus::rank() == 0) std::printf("no trial finished: nothing to evaluate\n");
+    if (rank == 0) std::printf("no trial finished: nothing to evaluate\n");
     return 1;
   }
   const Config config = space.sample(o.seed, best);
   auto model = tune_mnist::load_trained_model(o.checkpoint_dir, best, budget, config.get_int("hidden"));
   const double test = tune_mnist::accuracy(*model, data.test, chorus::ProcessSet::global(), "tune_mnist.test");
-  if (chorus::rank() == 0)
+  if (rank == 0)
     std::printf("best: trial %lld (%s) after %lld epochs: validation accuracy %.4f, test accuracy %.4f\n",
                 static_cast<long long>(best), config.to_string().c_str(), static_cast<long long>(budget), validation,
                 test);
@@ -139,12 +142,16 @@ int main(int argc, char** argv) {
           train_mnist::start_example("tune_mnist", argc, argv, tune_mnist::parse_tune_options, &options)) {
     return *exit_status;
   }
-  // Read now: once rank 0 has shut down after an error, chorus::rank()
-  // throws on the other ranks.
+  // Read now: once a rank has shut down after an error, chorus::rank() and
+  // chorus::size() throw on the others, hiding their own (clearer) error.
+  // For the same reason the group layout is checked here, before any
+  // collective, against the size read here.
   const int rank = chorus::rank();
+  const int size = chorus::size();
   int status = 0;
   try {
-    status = run(options);
+    (void)chorus::tune::GroupLayout::make(size, options.ranks_per_trial);
+    status = run(options, rank);
   } catch (const std::exception& e) {
     // Every rank gets the same error from the search (rank 0's); say it once.
     if (rank == 0) std::fprintf(stderr, "tune_mnist: error: %s\n", e.what());
