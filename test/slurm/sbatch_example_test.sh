@@ -28,23 +28,7 @@ job_id=$(CHORUSRUN="$chorusrun" CHORUSRUN_OPTIONS="--network-interface lo" \
 job_id=${job_id%%;*}
 echo "job $job_id submitted"
 
-deadline=$((SECONDS + 150))
-while [[ -n $(squeue -h -j "$job_id" -t pending,running,completing -o %t 2>/dev/null) ]]; do
-  if ((SECONDS >= deadline)); then
-    scancel "$job_id" || true
-    [[ -r $output ]] && sed 's/^/  | /' "$output"
-    fail "job $job_id did not end within 150 s (cancelled)"
-  fi
-  sleep 0.5
-done
-info=$(scontrol show job "$job_id" 2>&1) || fail "scontrol does not know job $job_id: $info"
-[[ -r $output ]] || fail "the job wrote no output file $output"
-sed 's/^/  | /' "$output"
-state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
-exit_code=$(grep -o ' ExitCode=[0-9:]*' <<<"$info")
-echo "job $job_id: $state$exit_code"
-[[ $state == JobState=COMPLETED && $exit_code == ' ExitCode=0:0' ]] ||
-  fail "job $job_id ended with $state$exit_code"
+expect_job_completed "$job_id" 150 "$output"
 
 # chorusrun prefixes each line with its rank; block distribution puts
 # ranks 0, 1 on the first node and 2, 3 on the second.

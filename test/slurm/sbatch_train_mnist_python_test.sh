@@ -26,23 +26,7 @@ job_id=$(CHORUS_SOURCE_DIR="$source_dir" CHORUS_BUILD_DIR="$build_dir" CHORUS_PY
   fail "sbatch did not accept the job"
 job_id=${job_id%%;*}
 echo "job $job_id submitted"
-deadline=$((SECONDS + 200))
-while [[ -n $(squeue -h -j "$job_id" -t pending,running,completing -o %t 2>/dev/null) ]]; do
-  if ((SECONDS >= deadline)); then
-    scancel "$job_id" || true
-    [[ -r $output ]] && sed 's/^/  | /' "$output"
-    fail "job $job_id did not end within 200 s (cancelled)"
-  fi
-  sleep 0.5
-done
-[[ -r $output ]] || fail "the job wrote no output file $output"
-sed 's/^/  | /' "$output"
-info=$(scontrol show job "$job_id" 2>&1) || fail "scontrol does not know job $job_id: $info"
-state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
-exit_code=$(grep -o ' ExitCode=[0-9:]*' <<<"$info")
-echo "job $job_id: $state$exit_code"
-[[ $state == JobState=COMPLETED && $exit_code == ' ExitCode=0:0' ]] ||
-  fail "job $job_id ended with $state$exit_code"
+expect_job_completed "$job_id" 200 "$output"
 grep -Eq '^\[0\] epoch 5/5 .*test accuracy [0-9.]+' "$output" ||
   fail "rank 0 printed no 'epoch 5/5 ... test accuracy' line"
 summary=$work_dir/chorus-mnist-python-$job_id.json

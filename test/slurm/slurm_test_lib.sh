@@ -28,6 +28,30 @@ fail() {
   exit 1
 }
 
+# expect_job_completed JOB_ID SECONDS OUTPUT_FILE: waits for the sbatch job to
+# leave the queue (cancelling it, with its output shown, after SECONDS), shows
+# its output, and fails unless Slurm says it COMPLETED with exit code 0:0.
+expect_job_completed() {
+  local job_id=$1 seconds=$2 output=$3 info state exit_code
+  local deadline=$((SECONDS + seconds))
+  while [[ -n $(squeue -h -j "$job_id" -t pending,running,completing -o %t 2>/dev/null) ]]; do
+    if ((SECONDS >= deadline)); then
+      scancel "$job_id" || true
+      [[ -r $output ]] && sed 's/^/  | /' "$output"
+      fail "job $job_id did not end within $seconds s (cancelled)"
+    fi
+    sleep 0.5
+  done
+  [[ -r $output ]] || fail "the job wrote no output file $output"
+  sed 's/^/  | /' "$output"
+  info=$(scontrol show job "$job_id" 2>&1) || fail "scontrol does not know job $job_id: $info"
+  state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
+  exit_code=$(grep -o ' ExitCode=[0-9:]*' <<<"$info")
+  echo "job $job_id: $state$exit_code"
+  [[ $state == JobState=COMPLETED && $exit_code == ' ExitCode=0:0' ]] ||
+    fail "job $job_id ended with $state$exit_code"
+}
+
 # run_bounded SECONDS OUTPUT_FILE COMMAND...: runs COMMAND with a deadline,
 # output to the file and to this test's log; sets `rc`, `elapsed` and
 # `timed_out` (1 when the deadline ended it: timeout's 124, or 137 from its
