@@ -2,7 +2,7 @@
 the others wait inside a collective of chorus.torch. Each survivor reports
 what it raised, then lets the error end it as it would end a user's script.
 
-Usage: rank_killed_probe.py <wait> <token>
+Usage: rank_killed_probe.py <wait> <token> <report dir>
   wait: allreduce    the victim never submits: the survivors wait inside
                      hvd.allreduce (blocking) for the next negotiation cycle
         synchronize  the same inside hvd.synchronize() of an allreduce_async
@@ -11,10 +11,14 @@ Usage: rank_killed_probe.py <wait> <token>
                      dies at some point of one (in the shared-memory data
                      path or between cycles, whichever it hits)
   token: only marks the processes, so the driver can find leftovers.
+  report dir: where each rank writes its lines (report-<rank>.txt, below).
 While a survivor waits, a Python thread of its own counts 10 ms ticks: the
 wait must not hold the GIL.
 
-Lines for the driver: "PROBE_PIDS <pid of rank 0> <pid of rank 1> ...",
+Lines for the driver, printed and written to the rank's report file (mpirun
+forwards each rank's stdout and stderr in chunks of its own choosing, so in
+the job's output a line can be cut by another rank's traceback):
+"PROBE_PIDS <pid of rank 0> <pid of rank 1> ...",
 "PROBE_JOBID <Open MPI job id>", "PROBE_KILL at=<wall clock>" (the victim,
 just before it dies) and "PROBE_SURVIVOR rank=<r> raised=<class or nothing>
 horovod_internal_error=<bool> started=<wall clock> returned=<wall clock>
@@ -30,14 +34,24 @@ import torch
 import chorus.torch as hvd
 
 
+REPORT = None  # this rank's report file, named once its rank is known
+
+
 def say(line):
     print(line, flush=True)
+    # Appended and flushed line by line: the victim's last line must be on
+    # disk before its SIGKILL.
+    with open(REPORT, "a") as report:
+        report.write(line + "\n")
 
 
 def main():
     wait = sys.argv[1]
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
+    global REPORT
+    # (rank() raises once the runtime stopped on the error.)
+    REPORT = os.path.join(sys.argv[3], "report-%d.txt" % rank)
     victim = size - 1
     pids = hvd.allgather_object(os.getpid())
     if rank == 0:

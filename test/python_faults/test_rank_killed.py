@@ -55,11 +55,11 @@ def segments_of(pids, jobid):
 
 
 @pytest.mark.parametrize("wait", ["allreduce", "synchronize", "data"])
-def test_survivors_raise_naming_the_killed_rank_and_nothing_is_left(wait):
+def test_survivors_raise_naming_the_killed_rank_and_nothing_is_left(wait, tmp_path):
     token = "rank-killed-%s" % uuid.uuid4().hex[:12]
     command = [MPIEXEC, "-np", str(NP), "--oversubscribe", "--mca", "orte_abort_on_non_zero_status", "0",
                "-x", "CHORUS_STALL_CHECK_SECONDS=0", PYTHON, os.path.join(HERE, "rank_killed_probe.py"),
-               wait, token]
+               wait, token, str(tmp_path)]
     start = time.time()
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True)
@@ -71,7 +71,11 @@ def test_survivors_raise_naming_the_killed_rank_and_nothing_is_left(wait):
         pytest.fail("the job did not end within %d s (a survivor hangs):\n%s" % (DEADLINE, output))
     print(output)
     print("the job ended after %.2f s with status %d" % (time.time() - start, job.returncode))
-    pids, jobid, killed_at, survivors = parse(output)
+    # The ranks' own report files, not the job's output: mpirun interleaves
+    # the ranks' streams in chunks, and a survivor's line once came glued to
+    # the end of another's traceback.
+    pids, jobid, killed_at, survivors = parse("".join(
+        report.read_text() for report in sorted(tmp_path.glob("report-*.txt"))))
 
     assert killed_at is not None, "the victim did not report its kill"
     # Every survivor reports: a runtime that notices the death ends the job
