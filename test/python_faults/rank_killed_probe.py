@@ -22,7 +22,8 @@ the job's output a line can be cut by another rank's traceback):
 "PROBE_JOBID <Open MPI job id>", "PROBE_KILL at=<wall clock>" (the victim,
 just before it dies) and "PROBE_SURVIVOR rank=<r> raised=<class or nothing>
 horovod_internal_error=<bool> started=<wall clock> returned=<wall clock>
-ticks=<n> message=<text>"."""
+ticks=<n> topology_after=<rank()/size() after the error, or raised:<class>>
+message=<text>"."""
 import os
 import signal
 import sys
@@ -96,11 +97,17 @@ def main():
     except Exception as e:  # noqa: BLE001 (the driver checks the class)
         raised = e
     returned = time.time()
+    # Horovod's rank() and size() still answer after such an error, so that a
+    # handler can say where it runs.
+    try:
+        topology = "%d/%d" % (hvd.rank(), hvd.size())
+    except Exception as e:  # noqa: BLE001 (the driver checks it)
+        topology = "raised:" + type(e).__name__
     stop.set()
     ticker.join()
     say("PROBE_SURVIVOR rank=%d raised=%s horovod_internal_error=%s started=%.6f returned=%.6f ticks=%d "
-        "message=%s" % (rank, type(raised).__name__ if raised else "nothing",
-                        isinstance(raised, hvd.HorovodInternalError), started, returned, ticks[0],
+        "topology_after=%s message=%s" % (rank, type(raised).__name__ if raised else "nothing",
+                        isinstance(raised, hvd.HorovodInternalError), started, returned, ticks[0], topology,
                         str(raised).replace("\n", " ") if raised else ""))
     if raised is not None:
         raise raised  # ends this process as an uncaught error ends a script

@@ -31,10 +31,12 @@ def parse(output):
     kill = re.search(r"^PROBE_KILL at=([\d.]+)$", output, re.M)
     survivors = {}
     for m in re.finditer(r"^PROBE_SURVIVOR rank=(\d+) raised=(\S+) horovod_internal_error=(\S+) "
-                         r"started=([\d.]+) returned=([\d.]+) ticks=(\d+) message=(.*)$", output, re.M):
+                         r"started=([\d.]+) returned=([\d.]+) ticks=(\d+) topology_after=(\S+) message=(.*)$",
+                         output, re.M):
         survivors[int(m.group(1))] = dict(raised=m.group(2), hie=m.group(3) == "True",
                                           started=float(m.group(4)), returned=float(m.group(5)),
-                                          ticks=int(m.group(6)), message=m.group(7))
+                                          ticks=int(m.group(6)), topology_after=m.group(7),
+                                          message=m.group(8))
     return pids, jobid, float(kill.group(1)) if kill else None, survivors
 
 
@@ -97,6 +99,8 @@ def test_survivors_raise_naming_the_killed_rank_and_nothing_is_left(wait, tmp_pa
         # (a 10 ms tick over a wait of about 0.5 s or more; none if the
         # wait held the GIL).
         assert report["ticks"] >= 5, (rank, report["returned"] - report["started"], report["ticks"])
+        # rank() and size() still answer after the error, as Horovod's do.
+        assert report["topology_after"] == "%d/%d" % (rank, NP), (rank, report["topology_after"])
     assert job.returncode != 0, "the job ended with status 0 after a rank was killed"
 
     # Nothing left: every rank process ends (Open MPI reaps them as the job

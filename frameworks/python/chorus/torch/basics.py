@@ -64,6 +64,12 @@ class _GlobalProcessSet(ProcessSet):
 
 global_process_set = _GlobalProcessSet()
 _registered = {}  # id -> ProcessSet, the sets this process registered
+# rank(), size(), ... as init() found them. The topology is fixed from init to
+# shutdown, and a runtime stopped by an error (a lost peer, a stall) refuses
+# every call; Horovod's rank() still answers then, so an error handler can
+# say which rank it runs on.
+_topology = {}
+_TOPOLOGY = ("rank", "size", "local_rank", "local_size", "cross_rank", "cross_size")
 
 
 def init(comm=None, process_sets=None):
@@ -81,6 +87,8 @@ def init(comm=None, process_sets=None):
                 raise TypeError("init(process_sets=...) takes ProcessSet objects, got %s" % type(ps).__name__)
             static_sets.append(ps)
     _chorus.init([ps.ranks for ps in static_sets])
+    _topology.clear()
+    _topology.update((name, getattr(_chorus, name)()) for name in _TOPOLOGY)
     _registered.clear()
     for i, ps in enumerate(static_sets):
         ps.process_set_id = i + 1
@@ -90,6 +98,7 @@ def init(comm=None, process_sets=None):
 def shutdown():
     from . import mpi_ops
     _chorus.shutdown()
+    _topology.clear()
     mpi_ops._handle_map.clear()
     mpi_ops._noname_ids.clear()
     for ps in _registered.values():
@@ -111,18 +120,30 @@ def _checked(fn):
     return wrapper
 
 
-rank = _checked(_chorus.rank)
-size = _checked(_chorus.size)
-local_rank = _checked(_chorus.local_rank)
-local_size = _checked(_chorus.local_size)
-cross_rank = _checked(_chorus.cross_rank)
-cross_size = _checked(_chorus.cross_size)
+def _topology_query(name):
+    def query():
+        if not _chorus.is_initialized():
+            raise ValueError("Chorus has not been initialized; use chorus.torch.init().")
+        if not _topology:  # started by the C++ API in this process, not by init()
+            _topology.update((n, getattr(_chorus, n)()) for n in _TOPOLOGY)
+        return _topology[name]
+    query.__name__ = name
+    query.__doc__ = getattr(_chorus, name).__doc__
+    return query
+
+
+rank = _topology_query("rank")
+size = _topology_query("size")
+local_rank = _topology_query("local_rank")
+local_size = _topology_query("local_size")
+cross_rank = _topology_query("cross_rank")
+cross_size = _topology_query("cross_size")
 
 
 @_checked
 def is_homogeneous():
     """True when every node runs the same number of ranks."""
-    return _chorus.size() == _chorus.local_size() * _chorus.cross_size()
+    return size() == local_size() * cross_size()
 
 
 @_checked
