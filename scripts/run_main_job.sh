@@ -37,7 +37,7 @@ done
 "$root/scripts/build.sh" train_mnist chorusrun
 command -v mpirun >/dev/null 2>&1 || die "mpirun not found; run scripts/install_deps.sh"
 
-# Persistent large allocations instead of fresh mappings (see the README's benchmark section).
+# Persistent large allocations instead of fresh mappings (see docs/BENCHMARKING.md).
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296
 # Rank 0 is the only rank that prints, so its lines need no rank tag.
 launch_args=(--np "$np" -x GLIBC_TUNABLES --no-tag-output)

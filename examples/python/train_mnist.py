@@ -11,7 +11,7 @@ rank, 5 epochs, on the IDX files of scripts/prepare_mnist.sh.
     chorusrun -np 2 /usr/bin/python3 examples/python/train_mnist.py
     mpirun -np 2 /usr/bin/python3 examples/python/train_mnist.py --data-dir data/mnist
 
-(with the package on PYTHONPATH or installed; README, "Python").
+(with the package on PYTHONPATH or installed; docs/PYTHON.md).
 """
 import argparse
 import hashlib

@@ -304,7 +304,7 @@ std::string launch_usage() {
       << "rank did. See docs/LAUNCHER.md.\n"
       << "       chorusrun --elastic --min-np A --max-np B [-H ... | --hostfile FILE | --host-discovery-script PATH]\n"
       << "                 [options] [--] PROGRAM [ARGS...]\n"
-      << "restarts the job on the hosts left (and grows it at a commit when more are listed); see README.md.\n\n"
+      << "restarts the job on the hosts left (and grows it at a commit when more are listed); see docs/ELASTIC.md.\n\n"
       << make_description();
   return out.str();
 }

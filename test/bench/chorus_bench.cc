@@ -1,6 +1,6 @@
 // chorus_bench: Chorus's allreduce against raw MPI_Allreduce in one run, on
 // the same buffers, alternating the two. Run it under mpirun (see
-// test/bench/run_bench.sh and the README). It measures:
+// test/bench/run_bench.sh and docs/BENCHMARKING.md). It measures:
 //   a. allreduce float32 sum of each --sizes size: time, busbw, ratio;
 //      with --process-set, the same sizes on a process set beside the
 //      world's, busbw of each;

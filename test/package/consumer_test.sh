@@ -102,7 +102,7 @@ for program in "${programs[@]}"; do
   "$mpiexec" -np 2 --oversubscribe "$program" || fail "$(basename "$program") failed at np=2"
 done
 if [[ "$with_torch" == ON ]]; then
-  # README's training program: fits known weights (it checks them itself
+  # docs/BUILDING.md's training program: fits known weights (it checks them itself
   # after 10 epochs), and a run stopped after 4 epochs and resumed from its
   # checkpoints must end with the same weights, to the last digit printed.
   train="$work/build/train_consumer"

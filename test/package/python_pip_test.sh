@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chorus Python package installed as the README says, from a copy of the
+# The chorus Python package installed as docs/PYTHON.md says, from a copy of the
 # checkout's tracked files (as a fresh clone has them), offline:
 #  1. /usr/bin/python3 -m venv --system-site-packages VENV; VENV/bin/python -m pip install .
 #  2. /usr/bin/python3 -m pip install --target DIR .

@@ -1,5 +1,5 @@
 # Sourced by the test scripts whose prerequisite this machine may lack. The
-# suite's one rule (README.md, "Tests"):
+# suite's one rule (docs/TESTING.md, "Skips"):
 #   - A test skips (exit 77, which CTest reports as skipped through
 #     SKIP_RETURN_CODE 77) only when its prerequisite cannot exist for the
 #     user running it: root, for network-namespace hosts and for the Slurm

@@ -1,4 +1,4 @@
-// README.md's "Using Chorus in your project" training program, built from an
+// docs/BUILDING.md's "Using Chorus in your project" training program, built from an
 // installed Chorus (Chorus::torch): the five added lines, the prefetching
 // loader over the DistributedSampler, the gradient scaler and checkpoints.
 // It fits a linear model to data generated from known weights, so the

@@ -15,8 +15,8 @@ re-initializes the surviving workers in process and runs `train` again.
 With Chorus, chorusrun --elastic ends the job when a host is lost (or, when
 hosts are added, the ranks end themselves at a commit) and starts it again
 on the hosts there are; in each new process run() loads the newest commit
-from the hosts' disks before calling `train`. See README, "Elastic from
-Python"."""
+from the hosts' disks before calling `train`. See docs/PYTHON.md,
+"Elastic from Python"."""
 import functools
 import sys
 
