@@ -90,13 +90,13 @@ Status make_device_hierarchical_backend(const DeviceHierarchySetup& setup, MPI_C
                                         std::unique_ptr<Backend> flat, std::unique_ptr<Backend>* out) {
   const Topology& topology = setup.topology;
   const bool log = topology.rank == 0;
-  const bool on = setup.selection.mode == ShmAllreduceMode::kOn;
+  const bool on = setup.selection.mode == AutoOnOff::kOn;
   const std::string what = "hierarchical allreduce of " + setup.device->device().to_string() + " memory";
   auto comms = std::make_shared<HierarchyComms>();
   HostShape shape;
   shape.hosts = topology.nodes;
   // Off, or one host: nothing to split, and every rank knows it alike.
-  if (setup.selection.mode != ShmAllreduceMode::kOff && topology.nodes > 1) {
+  if (setup.selection.mode != AutoOnOff::kOff && topology.nodes > 1) {
     // Local ranks keep their order on the host, hosts theirs on every cross
     // communicator.
     CHORUS_RETURN_IF_ERROR(split(comm, topology.node, topology.local_rank, &comms->local));
@@ -128,7 +128,7 @@ Status make_device_hierarchical_backend(const DeviceHierarchySetup& setup, MPI_C
   MPI_Comm_size(comms->cross, &hierarchy.hosts);
   if (log) {
     CHORUS_LOG(kDebug, what << " over " << hierarchy.hosts << " hosts x " << hierarchy.local_size
-                            << " ranks, mode " << shm_allreduce_mode_name(setup.selection.mode) << ", from "
+                            << " ranks, mode " << auto_on_off_name(setup.selection.mode) << ", from "
                             << setup.selection.threshold_bytes << " bytes");
   }
   hierarchy.resources = std::move(comms);

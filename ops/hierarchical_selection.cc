@@ -4,9 +4,9 @@ namespace chorus {
 
 bool HierarchicalSelection::use_hierarchical(int64_t bytes, DataType dtype, ReduceOp op) const {
   switch (mode) {
-    case ShmAllreduceMode::kOff: return false;
-    case ShmAllreduceMode::kOn: return true;
-    case ShmAllreduceMode::kAuto: break;
+    case AutoOnOff::kOff: return false;
+    case AutoOnOff::kOn: return true;
+    case AutoOnOff::kAuto: break;
   }
   const bool order_matters =
       ranks > 2 && is_floating_point(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct);
@@ -19,10 +19,10 @@ bool HierarchicalSelection::takes(int64_t count, DataType dtype, ReduceOp op) co
   return valid && use_hierarchical(count * static_cast<int64_t>(dtype_size(dtype)), dtype, op);
 }
 
-Status plan_hierarchy(ShmAllreduceMode mode, const HostShape& shape, const std::string& flat, HierarchyPlan* out) {
-  const bool on = mode == ShmAllreduceMode::kOn;
+Status plan_hierarchy(AutoOnOff mode, const HostShape& shape, const std::string& flat, HierarchyPlan* out) {
+  const bool on = mode == AutoOnOff::kOn;
   HierarchyPlan plan;
-  if (mode == ShmAllreduceMode::kOff) {
+  if (mode == AutoOnOff::kOff) {
     plan.reason = "CHORUS_HIERARCHICAL_ALLREDUCE=off; flat " + flat;
   } else if (shape.hosts <= 1) {
     plan.reason = "the job is on one host; flat " + flat;

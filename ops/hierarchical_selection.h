@@ -22,7 +22,7 @@ namespace chorus {
 // Which allreduces take the hierarchical path, given that the job's hosts
 // allow it.
 struct HierarchicalSelection {
-  ShmAllreduceMode mode = ShmAllreduceMode::kOff;
+  AutoOnOff mode = AutoOnOff::kOff;
   int64_t threshold_bytes = 0;  // CHORUS_SHM_ALLREDUCE_THRESHOLD
   int ranks = 1;                // in the whole job
 
@@ -60,6 +60,6 @@ struct HierarchyPlan {
 //     have different bounds on different hosts;
 //   - one rank per host: auto, no (nothing to do within a host); on, yes;
 //   - otherwise yes.
-Status plan_hierarchy(ShmAllreduceMode mode, const HostShape& shape, const std::string& flat, HierarchyPlan* out);
+Status plan_hierarchy(AutoOnOff mode, const HostShape& shape, const std::string& flat, HierarchyPlan* out);
 
 }  // namespace chorus

@@ -21,7 +21,7 @@ Status make_host_backend(const Config& config, const Topology& topology, MPI_Com
   selection.threshold_bytes = config.shm_allreduce_threshold_bytes;
   selection.ranks = topology.size;
   const bool one_host = topology.nodes == 1;
-  const bool on = selection.mode == ShmAllreduceMode::kOn;
+  const bool on = selection.mode == AutoOnOff::kOn;
   if (topology.size < 2) {
     *out = std::move(mpi);
     return Status::OK();
@@ -39,7 +39,7 @@ Status make_host_backend(const Config& config, const Topology& topology, MPI_Com
     hierarchical.ranks = topology.size;
     return make_hierarchical_backend(hierarchical, topology, comm, std::move(mpi), out);
   }
-  if (selection.mode == ShmAllreduceMode::kOff) {
+  if (selection.mode == AutoOnOff::kOff) {
     *out = std::move(mpi);
     return Status::OK();
   }
@@ -58,7 +58,7 @@ Status make_host_backend(const Config& config, const Topology& topology, MPI_Com
     return Status::OK();
   }
   CHORUS_LOG(kDebug, "shared-memory allreduce among " << topology.size << " ranks, mode "
-                                                      << shm_allreduce_mode_name(selection.mode) << ", from "
+                                                      << auto_on_off_name(selection.mode) << ", from "
                                                       << selection.threshold_bytes << " bytes");
   auto backend = std::make_unique<ShmBackend>(std::move(mpi), std::move(group), options, selection);
   // The sizes auto sends to shared memory, and the engine's store mode

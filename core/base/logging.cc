@@ -1,21 +1,20 @@
 #include "base/logging.h"
 
 #include <atomic>
-#include <cctype>
 #include <cstdio>
+
+#include "base/setting_kinds.h"
 
 namespace chorus {
 namespace {
 
 struct LevelInfo {
   LogLevel level;
-  const char* name;   // as printed in the line prefix
-  const char* lower;  // as accepted by CHORUS_LOG_LEVEL
+  const char* name;  // as printed in the line prefix
 };
 constexpr LevelInfo kLevels[] = {
-    {LogLevel::kTrace, "TRACE", "trace"},       {LogLevel::kDebug, "DEBUG", "debug"},
-    {LogLevel::kInfo, "INFO", "info"},          {LogLevel::kWarning, "WARNING", "warning"},
-    {LogLevel::kError, "ERROR", "error"},
+    {LogLevel::kTrace, "TRACE"}, {LogLevel::kDebug, "DEBUG"},     {LogLevel::kInfo, "INFO"},
+    {LogLevel::kWarning, "WARNING"}, {LogLevel::kError, "ERROR"},
 };
 
 // The sink is deliberately the only process-wide state in the runtime: log
@@ -35,18 +34,8 @@ const char* log_level_name(LogLevel level) {
   return "UNKNOWN";
 }
 
-bool parse_log_level(const std::string& text, LogLevel* out) {
-  std::string lowered;
-  lowered.reserve(text.size());
-  for (char c : text) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const auto& entry : kLevels) {
-    if (lowered == entry.lower) {
-      *out = entry.level;
-      return true;
-    }
-  }
-  return false;
-}
+// As CHORUS_LOG_LEVEL takes it (core/base/settings.def): any case.
+bool parse_log_level(const std::string& text, LogLevel* out) { return Choice<LogLevel>{true}.parse(text, out); }
 
 void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level), std::memory_order_relaxed); }
 

@@ -57,42 +57,14 @@ std::string verdict_of(const std::vector<std::string>& reports, size_t settings)
   return verdict.str();
 }
 
-std::string mode_name(int64_t mode) { return shm_allreduce_mode_name(static_cast<ShmAllreduceMode>(mode)); }
-
-std::string probe_mode_name(int64_t mode) { return shm_probe_mode_name(static_cast<ShmProbeMode>(mode)); }
-
-std::string gpu_mode_name(int64_t mode) { return gpu_backend_mode_name(static_cast<GpuBackendMode>(mode)); }
-
-std::string milliseconds_as_seconds(int64_t ms) {
-  std::ostringstream out;
-  out << static_cast<double>(ms) / 1000.0;
-  return out.str();
-}
-
-std::string spelled(const AlikeSetting& setting, int64_t value) {
-  return setting.spell ? setting.spell(value) : std::to_string(value);
-}
-
 }  // namespace
 
 std::vector<AlikeSetting> alike_settings(const Config& config) {
-  // Each decides what every rank does in a collective (settings_agreement.h).
-  return {
-      {"CHORUS_AUTOTUNE", config.autotune ? 1 : 0},  // bit-vector length
-      {"CHORUS_FUSION_THRESHOLD", config.fusion_threshold_bytes},
-      {"CHORUS_CACHE_CAPACITY", config.cache_capacity},  // bit-vector layout
-      {"CHORUS_SHM_ALLREDUCE", static_cast<int64_t>(config.shm_allreduce), mode_name},
-      {"CHORUS_SHM_ALLREDUCE_THRESHOLD", config.shm_allreduce_threshold_bytes},
-      // The probe is a collective: every rank measures or none does.
-      {"CHORUS_SHM_PROBE", static_cast<int64_t>(config.effective_shm_probe()), probe_mode_name},
-      {"CHORUS_HIERARCHICAL_ALLREDUCE", static_cast<int64_t>(config.hierarchical_allreduce), mode_name},
-      // Whether GPU collectives take NCCL or host memory: every rank's must match.
-      {"CHORUS_GPU_BACKEND", static_cast<int64_t>(config.gpu_backend), gpu_mode_name},
-      // A rank watching with a shorter timeout than its peer beats for would
-      // declare it lost while it is well (the interval follows the timeout).
-      {"CHORUS_HEARTBEAT_TIMEOUT_SECONDS", static_cast<int64_t>(config.heartbeat_timeout_seconds * 1000.0 + 0.5),
-       milliseconds_as_seconds},
-  };
+  std::vector<AlikeSetting> alike;
+  for (const Setting& setting : settings()) {
+    if (setting.agreement == Agreement::kAlike) alike.push_back({setting.variable, setting.agreed(config), &setting});
+  }
+  return alike;
 }
 
 Status agree_on_settings(ControllerTransport* transport, const Status& local, const Config& config) {
@@ -129,8 +101,8 @@ Status agree_on_settings(ControllerTransport* transport, const Status& local, co
   for (int r : differ) {
     if (r != transport->rank()) continue;
     return Status::InvalidArgument(std::string(setting.variable) + " must be the same on every rank: rank " +
-                                   std::to_string(r) + " has " + spelled(setting, setting.value) +
-                                   ", rank 0 has " + spelled(setting, coordinators));
+                                   std::to_string(r) + " has " + setting.row->spell_agreed(setting.value) +
+                                   ", rank 0 has " + setting.row->spell_agreed(coordinators));
   }
   return Status::Aborted(std::string("Chorus has ") + setting.variable + " different from rank 0 on rank(s) " +
                          ranks_text(differ) + "; every rank must hold the same value, so none starts");

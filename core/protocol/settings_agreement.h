@@ -1,25 +1,19 @@
-// How the ranks agree on their settings: one table, one rule per setting.
+// How the ranks agree on their settings.
 //
 // Every CHORUS_* setting is read by each rank from its own environment, and
 // some of them decide what every rank does in a collective (how tensors are
 // fused, how the negotiation's bit vector is laid out, which path an
 // allreduce takes). Those must be alike on every rank, or the ranks would
-// run different collectives and hang or corrupt memory. The rules:
+// run different collectives and hang or corrupt memory. Each row of the
+// settings table (core/base/settings.def) names its rule (Agreement):
 //
 //   alike         init() fails on every rank unless every rank holds rank
 //                 0's value: the rank that differs is told its value and
 //                 rank 0's, the others which ranks differ.
-//                 CHORUS_AUTOTUNE, CHORUS_FUSION_THRESHOLD,
-//                 CHORUS_CACHE_CAPACITY, CHORUS_SHM_ALLREDUCE,
-//                 CHORUS_SHM_ALLREDUCE_THRESHOLD, CHORUS_SHM_PROBE,
-//                 CHORUS_HIERARCHICAL_ALLREDUCE,
-//                 CHORUS_GPU_BACKEND, CHORUS_HEARTBEAT_TIMEOUT_SECONDS
-//   rank 0's      read by rank 0 alone, which runs the clock and the stall
-//                 inspector: CHORUS_CYCLE_TIME_MS, CHORUS_STALL_*,
-//                 CHORUS_TIMELINE, CHORUS_AUTOTUNE_* (the search).
-//   this rank's   CHORUS_LOG_LEVEL; CHORUS_HEARTBEAT_INTERFACE (this host's
-//                 addresses); CHORUS_CUDA_DEVICE (the GPU this rank
-//                 binds to; which ranks then share a GPU is learnt at init
+//   rank 0's      read by rank 0 alone, which runs the clock, the stall
+//                 inspector, the timeline and the autotuner's search.
+//   this rank's   each rank's own (its log level, its heartbeat addresses,
+//                 its GPU; which ranks then share a GPU is learnt at init
 //                 and decided alike on every rank: ops/gpu_plan.h).
 //   tuned         what the autotuner changes while the job runs (fusion
 //                 threshold, cycle time, allreduce algorithm) is rank 0's
@@ -37,6 +31,7 @@
 
 #include "chorus/status.h"
 #include "base/config.h"
+#include "base/settings.h"
 #include "protocol/controller_transport.h"
 
 namespace chorus {
@@ -45,11 +40,10 @@ namespace chorus {
 struct AlikeSetting {
   const char* variable;  // CHORUS_...
   int64_t value;
-  // The value as the variable spells it, for messages (a number by default).
-  std::string (*spell)(int64_t value) = nullptr;
+  const Setting* row;  // spells a value as the variable takes it, for messages
 };
 
-// The alike settings of `config`, in a fixed order.
+// The alike settings of `config`, in the order of the settings table.
 std::vector<AlikeSetting> alike_settings(const Config& config);
 
 // Collective over `transport`. OK when every rank's `local` (whether it could

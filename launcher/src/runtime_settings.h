@@ -1,12 +1,16 @@
 // Runtime options given to chorusrun (--cycle-time-ms 5, ...) become CHORUS_*
-// variables in every rank's environment. They are checked here with the
-// runtime's own parser (core/base/config.cc), so a value chorusrun accepts is
-// one init() accepts, and a bad one is reported before anything starts.
+// variables in every rank's environment. The flags are the rows of the
+// runtime's settings table that name one (core/base/settings.def), and
+// values are checked with the runtime's own parser, so a value chorusrun
+// accepts is one init() accepts, and a bad one is reported before anything
+// starts.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "base/settings.h"
 
 namespace chorus::launcher {
 
@@ -16,6 +20,7 @@ struct RuntimeFlag {
   const char* help;
   // A flag without a value (--autotune) that sets the variable to "1".
   bool is_switch = false;
+  const Setting* setting = nullptr;
 };
 
 // Every runtime option chorusrun has, in the order --help lists them.
@@ -23,7 +28,8 @@ const std::vector<RuntimeFlag>& runtime_flags();
 
 // --option=value -> (CHORUS_..., value), validated; throws UsageError
 // "--cycle-time-ms='x' is invalid: expected a number of milliseconds in [0, 10000]".
-// --fusion-threshold-mb takes MiB (fractions allowed) and is passed on in bytes.
+// A flag with a scale (--fusion-threshold-mb takes MiB, fractions allowed)
+// passes its value on in the variable's unit (bytes).
 std::pair<std::string, std::string> runtime_variable_for(const std::string& option, const std::string& value);
 
 // Checks a CHORUS_* variable's value the way init() will (variables init()

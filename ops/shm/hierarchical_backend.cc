@@ -23,11 +23,11 @@ WorkPtr HierarchicalBackend::allreduce(const void* input, void* output, int64_t 
 
 Status make_hierarchical_backend(const HierarchicalSelection& selection, const Topology& topology, MPI_Comm comm,
                                  std::unique_ptr<Backend> mpi, std::unique_ptr<Backend>* out) {
-  const bool on = selection.mode == ShmAllreduceMode::kOn;
+  const bool on = selection.mode == AutoOnOff::kOn;
   const bool log = topology.rank == 0;
   HostShape shape;
   shape.hosts = topology.nodes;
-  if (selection.mode != ShmAllreduceMode::kOff) {
+  if (selection.mode != AutoOnOff::kOff) {
     int sizes[2] = {topology.local_size, -topology.local_size};
     CHORUS_RETURN_IF_ERROR(mpi_status("MPI_Allreduce (hierarchical allreduce selection)",
                                       MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MIN, comm)));
@@ -53,7 +53,7 @@ Status make_hierarchical_backend(const HierarchicalSelection& selection, const T
   if (log) {
     CHORUS_LOG(kDebug, "hierarchical allreduce over " << hierarchical->hosts() << " hosts x "
                                                       << hierarchical->local_size() << " ranks, mode "
-                                                      << shm_allreduce_mode_name(selection.mode) << ", from "
+                                                      << auto_on_off_name(selection.mode) << ", from "
                                                       << selection.threshold_bytes << " bytes");
   }
   *out = std::make_unique<HierarchicalBackend>(std::move(mpi), std::move(hierarchical), selection);

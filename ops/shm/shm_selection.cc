@@ -4,9 +4,9 @@ namespace chorus {
 
 bool ShmAllreduceSelection::use_shm(int64_t bytes, DataType dtype, ReduceOp op) const {
   switch (mode) {
-    case ShmAllreduceMode::kOff: return false;
-    case ShmAllreduceMode::kOn: return true;
-    case ShmAllreduceMode::kAuto: break;
+    case AutoOnOff::kOff: return false;
+    case AutoOnOff::kOn: return true;
+    case AutoOnOff::kAuto: break;
   }
   const bool half = dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
   const bool rounds_per_step = op == ReduceOp::kSum || op == ReduceOp::kProduct;

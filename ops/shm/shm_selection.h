@@ -12,7 +12,7 @@
 namespace chorus {
 
 struct ShmAllreduceSelection {
-  ShmAllreduceMode mode = ShmAllreduceMode::kOff;
+  AutoOnOff mode = AutoOnOff::kOff;
   int64_t threshold_bytes = 0;
   int ranks = 1;
   // Set by the start-up probe (shm_probe.h): from each `from_bytes` on, up

@@ -37,7 +37,7 @@ chorus::BackendMaker hierarchical_maker(AsyncTestDevice** device, bool* hierarch
     *device = shared.get();
     const HostLayout layout = layout_for(world_size());
     chorus::DeviceHierarchySetup setup;
-    setup.selection = chorus::HierarchicalSelection{chorus::ShmAllreduceMode::kOn, 0, world_size()};
+    setup.selection = chorus::HierarchicalSelection{chorus::AutoOnOff::kOn, 0, world_size()};
     setup.topology.rank = world_rank();
     setup.topology.size = world_size();
     setup.topology.node = layout.host_of[static_cast<size_t>(world_rank())];

@@ -43,7 +43,7 @@ using chorus::Backend;
 using chorus::DataType;
 using chorus::DeviceHierarchicalBackend;
 using chorus::ReduceOp;
-using chorus::ShmAllreduceMode;
+using chorus::AutoOnOff;
 using chorus::Status;
 using chorus::StatusCode;
 
@@ -123,7 +123,7 @@ chorus::HierarchyLevelMaker level_on(std::shared_ptr<AsyncTestDevice> device, in
 
 // Builds `job` over `layout` (mode `mode`, threshold `threshold` bytes);
 // the setup's status.
-Status build(Job* job, const HostLayout& layout, ShmAllreduceMode mode, int64_t threshold = 0, int fail_on = -1) {
+Status build(Job* job, const HostLayout& layout, AutoOnOff mode, int64_t threshold = 0, int fail_on = -1) {
   job->layout = layout;
   job->device = std::make_shared<AsyncTestDevice>(chorus::Device::custom(0), std::chrono::microseconds(20));
   job->types = std::make_unique<chorus::MpiTypes>();
@@ -164,7 +164,7 @@ class DeviceHierarchicalTest : public ::testing::Test {
   static void SetUpTestSuite() {
     for (const HostLayout& layout : layouts_for(world_size())) {
       jobs_.push_back(std::make_unique<Job>());
-      const Status status = build(jobs_.back().get(), layout, ShmAllreduceMode::kOn);
+      const Status status = build(jobs_.back().get(), layout, AutoOnOff::kOn);
       ASSERT_TRUE(status.ok()) << layout.describe() << ": " << status.to_string();
       ASSERT_NE(dynamic_cast<DeviceHierarchicalBackend*>(jobs_.back()->backend.get()), nullptr);
     }
@@ -226,7 +226,7 @@ TEST(DeviceHierarchicalQueue, AllreducesQueuedBackToBackWithoutWaiting) {
   for (const HostLayout& layout : layouts_for(world_size())) {
     // A job of its own: its scratch starts at the least and must grow here.
     Job job;
-    ASSERT_TRUE(build(&job, layout, ShmAllreduceMode::kOn).ok());
+    ASSERT_TRUE(build(&job, layout, AutoOnOff::kOn).ok());
     std::vector<Queued> queued;
     for (int i = 0; i < 24; ++i) {
       // Counts growing past the first scratch (64 KiB) and shrinking again.
@@ -242,7 +242,7 @@ TEST(DeviceHierarchicalSelection, WhatAutoLeavesAndEveryOtherCollectiveRunFlat) 
   const HostLayout layout = layouts_for(world_size()).front();
   Job job;
   // Auto from 4 KiB: on hosts of one rank auto keeps the flat backend alone.
-  ASSERT_TRUE(build(&job, layout, ShmAllreduceMode::kAuto, 4096).ok());
+  ASSERT_TRUE(build(&job, layout, AutoOnOff::kAuto, 4096).ok());
   const bool hierarchical = dynamic_cast<DeviceHierarchicalBackend*>(job.backend.get()) != nullptr;
   ASSERT_EQ(hierarchical, layout.local_size > 1) << layout.describe();
   // Integers below the threshold: flat. Above it: hierarchical.
@@ -280,18 +280,18 @@ TEST(DeviceHierarchicalSelection, WhatAutoLeavesAndEveryOtherCollectiveRunFlat) 
 }
 
 TEST(DeviceHierarchicalSetup, OffAndOneRankPerHostUnderAutoKeepTheFlatBackend) {
-  for (ShmAllreduceMode mode : {ShmAllreduceMode::kOff, ShmAllreduceMode::kAuto}) {
+  for (AutoOnOff mode : {AutoOnOff::kOff, AutoOnOff::kAuto}) {
     Job job;
     const HostLayout layout = HostLayout::block(world_size(), 1);
     ASSERT_TRUE(build(&job, layout, mode).ok());
-    EXPECT_EQ(job.backend.get(), job.flat) << chorus::shm_allreduce_mode_name(mode);
+    EXPECT_EQ(job.backend.get(), job.flat) << chorus::auto_on_off_name(mode);
   }
   Job off;
-  ASSERT_TRUE(build(&off, layouts_for(world_size()).front(), ShmAllreduceMode::kOff).ok());
+  ASSERT_TRUE(build(&off, layouts_for(world_size()).front(), AutoOnOff::kOff).ok());
   EXPECT_EQ(off.backend.get(), off.flat);
   // One pretend host: the hierarchy has nothing to span.
   Job one_host;
-  ASSERT_TRUE(build(&one_host, HostLayout::block(1, world_size()), ShmAllreduceMode::kOn).ok());
+  ASSERT_TRUE(build(&one_host, HostLayout::block(1, world_size()), AutoOnOff::kOn).ok());
   EXPECT_EQ(one_host.backend.get(), one_host.flat);
 }
 
@@ -312,14 +312,14 @@ HostLayout uneven_hosts() {
 TEST(DeviceHierarchicalSetup, HostsOfDifferentSizesFailOnEveryRankWhenOnAndRunFlatUnderAuto) {
   if (world_size() < 3) GTEST_SKIP() << "needs 3 ranks for hosts of different sizes";
   Job on;
-  const Status status = build(&on, uneven_hosts(), ShmAllreduceMode::kOn);
+  const Status status = build(&on, uneven_hosts(), AutoOnOff::kOn);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "CHORUS_HIERARCHICAL_ALLREDUCE='on' needs the same number of ranks on every host, but this job's 2 "
             "hosts hold between 1 and " + std::to_string(world_size() - 1) +
                 " ranks; expected auto (flat NCCL for such jobs) or off");
   Job automatic;
-  ASSERT_TRUE(build(&automatic, uneven_hosts(), ShmAllreduceMode::kAuto).ok());
+  ASSERT_TRUE(build(&automatic, uneven_hosts(), AutoOnOff::kAuto).ok());
   EXPECT_EQ(automatic.backend.get(), automatic.flat);
 }
 
@@ -327,7 +327,7 @@ TEST(DeviceHierarchicalSetup, ALevelThatCannotBeMadeOnOneRankFailsEveryRankWhenO
   const HostLayout layout = layouts_for(world_size()).front();
   const int failing = world_size() - 1;
   Job on;
-  const Status status = build(&on, layout, ShmAllreduceMode::kOn, 0, failing);
+  const Status status = build(&on, layout, AutoOnOff::kOn, 0, failing);
   ASSERT_FALSE(status.ok());
   if (world_rank() == failing) {
     EXPECT_EQ(status.code(), StatusCode::kInternal);
@@ -343,7 +343,7 @@ TEST(DeviceHierarchicalSetup, ALevelThatCannotBeMadeOnOneRankFailsEveryRankWhenO
         << status.message();
   }
   Job automatic;
-  ASSERT_TRUE(build(&automatic, layout, ShmAllreduceMode::kAuto, 0, failing).ok());
+  ASSERT_TRUE(build(&automatic, layout, AutoOnOff::kAuto, 0, failing).ok());
   // (With hosts of one rank auto never makes the levels.)
   EXPECT_EQ(automatic.backend.get(), automatic.flat);
   run(automatic, Case{DataType::kFloat32, ReduceOp::kSum, 100, false, 1.0, 3});

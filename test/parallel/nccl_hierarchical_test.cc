@@ -52,7 +52,7 @@ TEST(NcclHierarchical, NeedsNccl) { GTEST_SKIP() << "this build has no NCCL back
 using chorus::Backend;
 using chorus::DataType;
 using chorus::ReduceOp;
-using chorus::ShmAllreduceMode;
+using chorus::AutoOnOff;
 using chorus::Status;
 
 int world_rank() {
@@ -159,7 +159,7 @@ void check_everything(GpuJob& job, Match match) {
   for (PreparedAllreduce& q : queued) check_allreduce(*job.device, job.layout, match, q);
 }
 
-chorus::HierarchicalSelection always() { return chorus::HierarchicalSelection{ShmAllreduceMode::kOn, 0, world_size()}; }
+chorus::HierarchicalSelection always() { return chorus::HierarchicalSelection{AutoOnOff::kOn, 0, world_size()}; }
 
 TEST(NcclHierarchical, StagedLevelsOnTheGpu) {
   const std::string why = no_gpu_anywhere();
@@ -212,8 +212,8 @@ TEST(NcclHierarchical, TheRealConfiguration) {
   std::unique_ptr<Backend> flat;
   const Status nccl = chorus::make_nccl_backend(job.device, job.flat_transport(), chorus::NcclOptions(), &flat);
   ASSERT_TRUE(nccl.ok()) << nccl.to_string();
-  chorus::HierarchicalSelection automatic{ShmAllreduceMode::kAuto, 4096, world_size()};
-  if (job.layout.local_size == 1) automatic.mode = ShmAllreduceMode::kOn;  // auto keeps one rank per host flat
+  chorus::HierarchicalSelection automatic{AutoOnOff::kAuto, 4096, world_size()};
+  if (job.layout.local_size == 1) automatic.mode = AutoOnOff::kOn;  // auto keeps one rank per host flat
   const Status made = chorus::make_gpu_hierarchical_backend(automatic, pretend(job.layout), job.setup_comm,
                                                             job.device, std::move(flat), chorus::NcclOptions(),
                                                             &job.backend);

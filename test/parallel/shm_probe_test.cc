@@ -45,7 +45,7 @@ class ShmProbeTest : public ::testing::Test {
     const Status status = ShmGroup::create(world, ShmAllreduce::data_bytes(size_, options_.chunk_bytes), kTimeout,
                                            &group, "probe");
     ASSERT_TRUE(status.ok()) << status.to_string();
-    selection_.mode = ShmAllreduceMode::kAuto;
+    selection_.mode = AutoOnOff::kAuto;
     selection_.ranks = size_;
     backend_ = std::make_unique<ShmBackend>(std::make_unique<MpiBackend>(MPI_COMM_WORLD, &types_), std::move(group),
                                             options_, selection_);

@@ -15,7 +15,7 @@
 namespace chorus {
 namespace {
 
-HierarchyPlan plan(ShmAllreduceMode mode, int hosts, int fewest, int most, Status* status = nullptr) {
+HierarchyPlan plan(AutoOnOff mode, int hosts, int fewest, int most, Status* status = nullptr) {
   HierarchyPlan out;
   out.hierarchical = true;  // overwritten on success
   const Status s = plan_hierarchy(mode, HostShape{hosts, fewest, most}, "NCCL", &out);
@@ -25,27 +25,27 @@ HierarchyPlan plan(ShmAllreduceMode mode, int hosts, int fewest, int most, Statu
 }
 
 TEST(HierarchyPlan, AutoWantsSeveralHostsOfEqualSizeWithTwoRanksOrMore) {
-  EXPECT_TRUE(plan(ShmAllreduceMode::kAuto, 2, 2, 2).hierarchical);
-  EXPECT_TRUE(plan(ShmAllreduceMode::kAuto, 16, 8, 8).hierarchical);
-  const HierarchyPlan one_each = plan(ShmAllreduceMode::kAuto, 4, 1, 1);
+  EXPECT_TRUE(plan(AutoOnOff::kAuto, 2, 2, 2).hierarchical);
+  EXPECT_TRUE(plan(AutoOnOff::kAuto, 16, 8, 8).hierarchical);
+  const HierarchyPlan one_each = plan(AutoOnOff::kAuto, 4, 1, 1);
   EXPECT_FALSE(one_each.hierarchical);
   EXPECT_EQ(one_each.reason, "one rank per host; flat NCCL");
-  const HierarchyPlan uneven = plan(ShmAllreduceMode::kAuto, 2, 1, 3);
+  const HierarchyPlan uneven = plan(AutoOnOff::kAuto, 2, 1, 3);
   EXPECT_FALSE(uneven.hierarchical);
   EXPECT_EQ(uneven.reason, "hosts hold between 1 and 3 ranks; flat NCCL");
-  const HierarchyPlan one_host = plan(ShmAllreduceMode::kAuto, 1, 8, 8);
+  const HierarchyPlan one_host = plan(AutoOnOff::kAuto, 1, 8, 8);
   EXPECT_FALSE(one_host.hierarchical);
   EXPECT_EQ(one_host.reason, "the job is on one host; flat NCCL");
 }
 
 TEST(HierarchyPlan, OnRunsEveryEvenJobOnSeveralHostsAndRefusesUnevenOnes) {
-  EXPECT_TRUE(plan(ShmAllreduceMode::kOn, 2, 4, 4).hierarchical);
+  EXPECT_TRUE(plan(AutoOnOff::kOn, 2, 4, 4).hierarchical);
   // One rank per host: the cross-host step alone, as asked.
-  EXPECT_TRUE(plan(ShmAllreduceMode::kOn, 3, 1, 1).hierarchical);
+  EXPECT_TRUE(plan(AutoOnOff::kOn, 3, 1, 1).hierarchical);
   // One host: the setting is for jobs on several.
-  EXPECT_FALSE(plan(ShmAllreduceMode::kOn, 1, 4, 4).hierarchical);
+  EXPECT_FALSE(plan(AutoOnOff::kOn, 1, 4, 4).hierarchical);
   Status status;
-  plan(ShmAllreduceMode::kOn, 3, 2, 4, &status);
+  plan(AutoOnOff::kOn, 3, 2, 4, &status);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "CHORUS_HIERARCHICAL_ALLREDUCE='on' needs the same number of ranks on every host, but this job's 3 "
@@ -54,14 +54,14 @@ TEST(HierarchyPlan, OnRunsEveryEvenJobOnSeveralHostsAndRefusesUnevenOnes) {
 
 TEST(HierarchyPlan, OffNeverWhateverTheHosts) {
   for (const HostShape& shape : {HostShape{2, 2, 2}, HostShape{2, 1, 3}, HostShape{1, 4, 4}}) {
-    const HierarchyPlan off = plan(ShmAllreduceMode::kOff, shape.hosts, shape.fewest_ranks, shape.most_ranks);
+    const HierarchyPlan off = plan(AutoOnOff::kOff, shape.hosts, shape.fewest_ranks, shape.most_ranks);
     EXPECT_FALSE(off.hierarchical);
     EXPECT_EQ(off.reason, "CHORUS_HIERARCHICAL_ALLREDUCE=off; flat NCCL");
   }
 }
 
 TEST(HierarchicalSelectionTakes, ArgumentsNoBackendAcceptsGoFlatForItsMessage) {
-  const HierarchicalSelection on{ShmAllreduceMode::kOn, 0, 4};
+  const HierarchicalSelection on{AutoOnOff::kOn, 0, 4};
   EXPECT_TRUE(on.takes(0, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(on.takes(10, DataType::kInt8, ReduceOp::kMin));
   EXPECT_FALSE(on.takes(10, DataType::kBool, ReduceOp::kMax));
@@ -69,7 +69,7 @@ TEST(HierarchicalSelectionTakes, ArgumentsNoBackendAcceptsGoFlatForItsMessage) {
   EXPECT_FALSE(on.takes(-1, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_FALSE(on.takes(10, static_cast<DataType>(kNumDataTypes), ReduceOp::kSum));
   // Auto's threshold is in bytes: 250 float32 elements are 1000 bytes.
-  const HierarchicalSelection from_1000{ShmAllreduceMode::kAuto, 1000, 2};
+  const HierarchicalSelection from_1000{AutoOnOff::kAuto, 1000, 2};
   EXPECT_FALSE(from_1000.takes(249, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(from_1000.takes(250, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_FALSE(from_1000.takes(999, DataType::kInt8, ReduceOp::kMax));

@@ -22,17 +22,17 @@ Status parse(std::map<std::string, std::string> values, Config* config) {
 TEST(HierarchicalSetup, ConfigDefaultIsAutoAndEveryModeParses) {
   Config config;
   ASSERT_TRUE(parse({}, &config).ok());
-  EXPECT_EQ(config.hierarchical_allreduce, ShmAllreduceMode::kAuto);
-  const std::map<std::string, ShmAllreduceMode> modes = {
-      {"auto", ShmAllreduceMode::kAuto}, {"on", ShmAllreduceMode::kOn}, {"off", ShmAllreduceMode::kOff}};
+  EXPECT_EQ(config.hierarchical_allreduce, AutoOnOff::kAuto);
+  const std::map<std::string, AutoOnOff> modes = {
+      {"auto", AutoOnOff::kAuto}, {"on", AutoOnOff::kOn}, {"off", AutoOnOff::kOff}};
   for (const auto& [text, mode] : modes) {
     ASSERT_TRUE(parse({{"CHORUS_HIERARCHICAL_ALLREDUCE", text}}, &config).ok()) << text;
     EXPECT_EQ(config.hierarchical_allreduce, mode) << text;
   }
   // Independent of the one-host setting.
   ASSERT_TRUE(parse({{"CHORUS_HIERARCHICAL_ALLREDUCE", "on"}, {"CHORUS_SHM_ALLREDUCE", "off"}}, &config).ok());
-  EXPECT_EQ(config.hierarchical_allreduce, ShmAllreduceMode::kOn);
-  EXPECT_EQ(config.shm_allreduce, ShmAllreduceMode::kOff);
+  EXPECT_EQ(config.hierarchical_allreduce, AutoOnOff::kOn);
+  EXPECT_EQ(config.shm_allreduce, AutoOnOff::kOff);
 }
 
 TEST(HierarchicalSetup, ConfigRefusesBadValuesNamingWhatIsAccepted) {
@@ -46,8 +46,8 @@ TEST(HierarchicalSetup, ConfigRefusesBadValuesNamingWhatIsAccepted) {
 }
 
 TEST(HierarchicalSetup, OnTakesEveryAllreduceAndOffNone) {
-  const HierarchicalSelection on{ShmAllreduceMode::kOn, 1 << 20, 4};
-  const HierarchicalSelection off{ShmAllreduceMode::kOff, 0, 4};
+  const HierarchicalSelection on{AutoOnOff::kOn, 1 << 20, 4};
+  const HierarchicalSelection off{AutoOnOff::kOff, 0, 4};
   for (DataType dtype : {DataType::kInt8, DataType::kFloat16, DataType::kFloat32}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
       for (int64_t bytes : {int64_t{0}, int64_t{4}, int64_t{1} << 30}) {
@@ -59,7 +59,7 @@ TEST(HierarchicalSetup, OnTakesEveryAllreduceAndOffNone) {
 }
 
 TEST(HierarchicalSetup, AutoBySizeExceptOrderDependentFloatReductions) {
-  const HierarchicalSelection s{ShmAllreduceMode::kAuto, 1000, 4};
+  const HierarchicalSelection s{AutoOnOff::kAuto, 1000, 4};
   // Exact on both paths: by size.
   for (DataType dtype : {DataType::kUInt8, DataType::kInt32, DataType::kInt64}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct, ReduceOp::kMin, ReduceOp::kMax}) {
@@ -76,7 +76,7 @@ TEST(HierarchicalSetup, AutoBySizeExceptOrderDependentFloatReductions) {
     EXPECT_TRUE(s.use_hierarchical(4, dtype, ReduceOp::kProduct));
   }
   // On 2 ranks every order is the same: by size again.
-  const HierarchicalSelection two{ShmAllreduceMode::kAuto, 1000, 2};
+  const HierarchicalSelection two{AutoOnOff::kAuto, 1000, 2};
   EXPECT_FALSE(two.use_hierarchical(999, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(two.use_hierarchical(1000, DataType::kFloat32, ReduceOp::kSum));
 }

@@ -39,7 +39,7 @@ std::vector<int64_t> values(const Config& config) {
 TEST(SettingsAgreement, RanksWithTheSameSettingsAgree) {
   Config config;
   config.fusion_threshold_bytes = 1 << 20;
-  config.shm_allreduce = ShmAllreduceMode::kOff;
+  config.shm_allreduce = AutoOnOff::kOff;
   for (const Status& s : agree({config, config, config})) EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
@@ -61,11 +61,11 @@ TEST(SettingsAgreement, EveryAlikeSettingThatDiffersFailsEveryRank) {
     if (std::string(setting.variable) == "CHORUS_AUTOTUNE") odd.autotune = true;
     if (std::string(setting.variable) == "CHORUS_FUSION_THRESHOLD") odd.fusion_threshold_bytes = 0;
     if (std::string(setting.variable) == "CHORUS_CACHE_CAPACITY") odd.cache_capacity = 1088;
-    if (std::string(setting.variable) == "CHORUS_SHM_ALLREDUCE") odd.shm_allreduce = ShmAllreduceMode::kOff;
+    if (std::string(setting.variable) == "CHORUS_SHM_ALLREDUCE") odd.shm_allreduce = AutoOnOff::kOff;
     if (std::string(setting.variable) == "CHORUS_SHM_ALLREDUCE_THRESHOLD") odd.shm_allreduce_threshold_bytes = 4096;
     if (std::string(setting.variable) == "CHORUS_SHM_PROBE") odd.shm_probe = ShmProbeMode::kOff;
     if (std::string(setting.variable) == "CHORUS_HIERARCHICAL_ALLREDUCE") {
-      odd.hierarchical_allreduce = ShmAllreduceMode::kOn;
+      odd.hierarchical_allreduce = AutoOnOff::kOn;
     }
     if (std::string(setting.variable) == "CHORUS_GPU_BACKEND") odd.gpu_backend = GpuBackendMode::kStaged;
     if (std::string(setting.variable) == "CHORUS_HEARTBEAT_TIMEOUT_SECONDS") odd.heartbeat_timeout_seconds = 2.5;
@@ -97,7 +97,7 @@ TEST(SettingsAgreement, AThresholdGivenOnOneRankOnlyTurnsItsProbeOffAndFailsEver
 
 TEST(SettingsAgreement, ModesAreSpelledAsTheVariableTakesThem) {
   Config base, odd;
-  odd.shm_allreduce = ShmAllreduceMode::kOff;
+  odd.shm_allreduce = AutoOnOff::kOff;
   EXPECT_EQ(agree({base, odd})[1].message(),
             "CHORUS_SHM_ALLREDUCE must be the same on every rank: rank 1 has off, rank 0 has auto");
 }

@@ -30,13 +30,13 @@ Status parse(std::map<std::string, std::string> values, Config* config) {
 TEST(ShmSetup, ConfigDefaultsAndValues) {
   Config config;
   ASSERT_TRUE(parse({}, &config).ok());
-  EXPECT_EQ(config.shm_allreduce, ShmAllreduceMode::kAuto);
+  EXPECT_EQ(config.shm_allreduce, AutoOnOff::kAuto);
   EXPECT_EQ(config.shm_allreduce_threshold_bytes, 64 << 10);
   ASSERT_TRUE(parse({{"CHORUS_SHM_ALLREDUCE", "off"}, {"CHORUS_SHM_ALLREDUCE_THRESHOLD", "0"}}, &config).ok());
-  EXPECT_EQ(config.shm_allreduce, ShmAllreduceMode::kOff);
+  EXPECT_EQ(config.shm_allreduce, AutoOnOff::kOff);
   EXPECT_EQ(config.shm_allreduce_threshold_bytes, 0);
   ASSERT_TRUE(parse({{"CHORUS_SHM_ALLREDUCE", "on"}, {"CHORUS_SHM_ALLREDUCE_THRESHOLD", "1099511627776"}}, &config).ok());
-  EXPECT_EQ(config.shm_allreduce, ShmAllreduceMode::kOn);
+  EXPECT_EQ(config.shm_allreduce, AutoOnOff::kOn);
   EXPECT_EQ(config.shm_allreduce_threshold_bytes, int64_t{1} << 40);
 }
 
@@ -54,7 +54,7 @@ TEST(ShmSetup, ConfigRefusesBadValuesNamingWhatIsAccepted) {
 }
 
 TEST(ShmSetup, SelectionBySizeModeAndDtype) {
-  ShmAllreduceSelection s{ShmAllreduceMode::kAuto, 1000, 2};
+  ShmAllreduceSelection s{AutoOnOff::kAuto, 1000, 2};
   EXPECT_FALSE(s.use_shm(999, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(s.use_shm(1000, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_FALSE(s.use_shm(10, DataType::kFloat16, ReduceOp::kSum));  // 2 ranks: both paths round once
@@ -63,9 +63,9 @@ TEST(ShmSetup, SelectionBySizeModeAndDtype) {
   EXPECT_TRUE(s.use_shm(10, DataType::kBFloat16, ReduceOp::kProduct));
   EXPECT_FALSE(s.use_shm(10, DataType::kBFloat16, ReduceOp::kMax));  // min/max are exact
   EXPECT_FALSE(s.use_shm(10, DataType::kFloat32, ReduceOp::kSum));
-  s.mode = ShmAllreduceMode::kOn;
+  s.mode = AutoOnOff::kOn;
   EXPECT_TRUE(s.use_shm(0, DataType::kInt8, ReduceOp::kMin));
-  s.mode = ShmAllreduceMode::kOff;
+  s.mode = AutoOnOff::kOff;
   EXPECT_FALSE(s.use_shm(int64_t{1} << 30, DataType::kFloat16, ReduceOp::kSum));
 }
 
