@@ -12,14 +12,11 @@
 #include "chorus/chorus.h"
 #include "chorus/torch/ops.h"
 #include "chorus/torch/state_broadcast.h"
+#include "invalid_argument.h"
 
 namespace chorus {
 namespace torch {
 namespace {
-
-[[noreturn]] void fail(const std::string& message) {
-  throw Error(Status::InvalidArgument(message));
-}
 
 // The model's tensors in signature order: parameters, then buffers.
 std::vector<::torch::Tensor> model_tensors(const ::torch::nn::Module& model) {
@@ -45,33 +42,33 @@ Staged stage(::torch::serialize::InputArchive& archive, const std::string& what,
              const CheckpointContents& contents) {
   c10::IValue signature_text;
   if (!archive.try_read("signature", signature_text) || !signature_text.isString()) {
-    fail(what + " has no model signature");
+    throw_invalid_argument(what + " has no model signature");
   }
   const ModelSignature found = ModelSignature::parse(signature_text.toStringRef(), what);
   const ModelSignature expected = contents.signature();
   const std::string difference = found.difference(expected);
   if (!difference.empty()) {
-    fail(what + " was written for another model (" + difference +
+    throw_invalid_argument(what + " was written for another model (" + difference +
          ", checkpoint vs this run); expected a checkpoint of model " + expected.model +
          " with the same parameter and buffer names, shapes and dtypes");
   }
   Staged staged;
   ::torch::serialize::InputArchive model_archive;
-  if (!archive.try_read("model", model_archive)) fail(what + " has no model state");
+  if (!archive.try_read("model", model_archive)) throw_invalid_argument(what + " has no model state");
   for (size_t i = 0; i < expected.tensors.size(); ++i) {
     ::torch::Tensor tensor;
     if (!model_archive.try_read(tensor_key(i), tensor)) {
-      fail(what + " has no value for " + expected.tensors[i].kind + " " + expected.tensors[i].name);
+      throw_invalid_argument(what + " has no value for " + expected.tensors[i].kind + " " + expected.tensors[i].name);
     }
     if (tensor.sizes().vec() != expected.tensors[i].shape) {
-      fail(what + " has a value of another shape for " + expected.tensors[i].name);
+      throw_invalid_argument(what + " has a value of another shape for " + expected.tensors[i].name);
     }
     staged.tensors.push_back(tensor);
   }
   if (contents.scaler() != nullptr) {
     ::torch::serialize::InputArchive scaler_archive;
     if (!archive.try_read("grad_scaler", scaler_archive)) {
-      fail(what + " has no GradScaler state; expected one, since this run checkpoints a GradScaler");
+      throw_invalid_argument(what + " has no GradScaler state; expected one, since this run checkpoints a GradScaler");
     }
     GradScaler scratch;
     scratch.load(scaler_archive);
@@ -130,7 +127,7 @@ void decode_checkpoint(const std::string& bytes, const std::string& what,
     if (contents.optimizer() != nullptr) {
       ::torch::serialize::InputArchive optimizer_archive;
       if (!archive.try_read("optimizer", optimizer_archive)) {
-        fail(what + " has no optimizer state; expected one, since this run checkpoints an optimizer");
+        throw_invalid_argument(what + " has no optimizer state; expected one, since this run checkpoints an optimizer");
       }
       contents.optimizer()->load(optimizer_archive);
     }
@@ -138,9 +135,9 @@ void decode_checkpoint(const std::string& bytes, const std::string& what,
     // Ours already name the file; a GradScaler's or extras' get the name here.
     const std::string message = e.what();
     if (message.rfind(what, 0) == 0) throw;
-    fail(what + " cannot be loaded: " + message);
+    throw_invalid_argument(what + " cannot be loaded: " + message);
   } catch (const std::exception& e) {
-    fail(what + " cannot be read as a Chorus checkpoint: " + first_line(e.what()));
+    throw_invalid_argument(what + " cannot be read as a Chorus checkpoint: " + first_line(e.what()));
   }
   ::torch::NoGradGuard no_grad;
   const std::vector<::torch::Tensor> targets = model_tensors(contents.model());
@@ -184,7 +181,7 @@ void restore_checkpoint(const std::string& path, const CheckpointContents& conte
     }
   }
   message = broadcast_bytes(message, root_rank, name + ".bytes", process_set);
-  if (message.empty() || message[0] != 'C') fail(message.empty() ? "restore_checkpoint: nothing received" : message.substr(1));
+  if (message.empty() || message[0] != 'C') throw_invalid_argument(message.empty() ? "restore_checkpoint: nothing received" : message.substr(1));
   std::string error;
   try {
     decode_checkpoint(message.substr(1), "Checkpoint '" + path + "'", contents);
@@ -193,7 +190,7 @@ void restore_checkpoint(const std::string& path, const CheckpointContents& conte
     if (error.empty()) error = "unknown error";
   }
   error = agree_on_error(error, name, process_set);
-  if (!error.empty()) fail(error);
+  if (!error.empty()) throw_invalid_argument(error);
 }
 
 }  // namespace torch

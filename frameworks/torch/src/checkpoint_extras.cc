@@ -8,7 +8,7 @@ namespace chorus {
 namespace torch {
 namespace {
 
-[[noreturn]] void fail(const std::string& message) {
+[[noreturn]] void invalid_extras(const std::string& message) {
   throw Error(Status::InvalidArgument("CheckpointExtras: " + message));
 }
 
@@ -24,7 +24,7 @@ bool kind_matches(const c10::IValue& value, const std::string& kind) { return ki
 
 void check_key(const std::string& key) {
   if (key.empty() || key.find('\n') != std::string::npos) {
-    fail("key '" + key + "' is invalid; expected a non-empty name without newlines");
+    invalid_extras("key '" + key + "' is invalid; expected a non-empty name without newlines");
   }
 }
 
@@ -49,9 +49,9 @@ void CheckpointExtras::set_string(const std::string& key, const std::string& val
 
 const c10::IValue& CheckpointExtras::get(const std::string& key, const char* kind) const {
   const auto it = values_.find(key);
-  if (it == values_.end()) fail("no value '" + key + "'; expected one of kind " + kind);
+  if (it == values_.end()) invalid_extras("no value '" + key + "'; expected one of kind " + kind);
   if (!kind_matches(it->second, kind)) {
-    fail("value '" + key + "' is of kind " + kind_of(it->second) + "; expected " + kind);
+    invalid_extras("value '" + key + "' is of kind " + kind_of(it->second) + "; expected " + kind);
   }
   return it->second;
 }
@@ -90,7 +90,7 @@ void CheckpointExtras::save(::torch::serialize::OutputArchive& archive) const {
 void CheckpointExtras::load(::torch::serialize::InputArchive& archive) {
   c10::IValue names;
   if (!archive.try_read("names", names) || !names.isString()) {
-    fail("the archive has no list of names; expected one written by CheckpointExtras::save");
+    invalid_extras("the archive has no list of names; expected one written by CheckpointExtras::save");
   }
   std::map<std::string, c10::IValue> values;
   std::istringstream lines(names.toStringRef());
@@ -99,7 +99,7 @@ void CheckpointExtras::load(::torch::serialize::InputArchive& archive) {
   while (std::getline(lines, key)) {
     c10::IValue value;
     if (!archive.try_read("value." + std::to_string(i++), value)) {
-      fail("the archive has no value for '" + key + "'");
+      invalid_extras("the archive has no value for '" + key + "'");
     }
     values[key] = value;
   }

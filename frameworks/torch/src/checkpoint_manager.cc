@@ -9,6 +9,7 @@
 #include "chorus/atomic_file.h"
 #include "chorus/chorus.h"
 #include "chorus/torch/state_broadcast.h"
+#include "invalid_argument.h"
 
 namespace chorus {
 namespace torch {
@@ -19,12 +20,8 @@ namespace fs = std::filesystem;
 // The manager's own state, inside each checkpoint's extras.
 const char* const kStepKey = "chorus.checkpoint_manager.step";
 const char* const kBestKey = "chorus.checkpoint_manager.best_metric";
-const char* const kPrefix = "checkpoint-";
-const char* const kSuffix = ".ckpt";
-
-[[noreturn]] void fail(const std::string& message) {
-  throw Error(Status::InvalidArgument(message));
-}
+const char* const kCheckpointPrefix = "checkpoint-";
+const char* const kCheckpointSuffix = ".ckpt";
 
 // The error message of `action` ("" when it returned).
 std::string error_of(const std::function<void()>& action) {
@@ -38,7 +35,7 @@ std::string error_of(const std::function<void()>& action) {
 
 // "checkpoint-<step>.ckpt" -> step; -1 for any other name.
 int64_t step_of(const std::string& file) {
-  const std::string prefix = kPrefix, suffix = kSuffix;
+  const std::string prefix = kCheckpointPrefix, suffix = kCheckpointSuffix;
   if (file.size() <= prefix.size() + suffix.size() || file.rfind(prefix, 0) != 0 ||
       file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return -1;
@@ -52,15 +49,15 @@ int64_t step_of(const std::string& file) {
 
 CheckpointManager::CheckpointManager(CheckpointManagerOptions options)
     : options_(std::move(options)), best_metric_(worst_metric(options_.mode)) {
-  if (options_.directory.empty()) fail("CheckpointManager: directory is empty; expected a folder");
+  if (options_.directory.empty()) throw_invalid_argument("CheckpointManager: directory is empty; expected a folder");
   if (options_.keep_last < 1) {
-    fail("CheckpointManager: keep_last=" + std::to_string(options_.keep_last) + " is invalid; expected >= 1");
+    throw_invalid_argument("CheckpointManager: keep_last=" + std::to_string(options_.keep_last) + " is invalid; expected >= 1");
   }
   if (!(options_.min_delta >= 0)) {
-    fail("CheckpointManager: min_delta=" + std::to_string(options_.min_delta) + " is invalid; expected >= 0");
+    throw_invalid_argument("CheckpointManager: min_delta=" + std::to_string(options_.min_delta) + " is invalid; expected >= 0");
   }
   if (!options_.every_rank_writes && (options_.writer_rank < 0 || options_.writer_rank >= chorus::size())) {
-    fail("CheckpointManager: writer_rank=" + std::to_string(options_.writer_rank) +
+    throw_invalid_argument("CheckpointManager: writer_rank=" + std::to_string(options_.writer_rank) +
          " is invalid; expected a rank in [0, " + std::to_string(chorus::size()) + ")");
   }
   std::string error;
@@ -73,7 +70,7 @@ CheckpointManager::CheckpointManager(CheckpointManagerOptions options)
     }
   }
   error = agree_on_error(error, options_.name + ".folder", options_.process_set);
-  if (!error.empty()) fail(error);
+  if (!error.empty()) throw_invalid_argument(error);
 }
 
 bool CheckpointManager::is_writer() const {
@@ -81,7 +78,7 @@ bool CheckpointManager::is_writer() const {
 }
 
 std::string CheckpointManager::checkpoint_path(int64_t step) const {
-  return options_.directory + "/" + kPrefix + std::to_string(step) + kSuffix;
+  return options_.directory + "/" + kCheckpointPrefix + std::to_string(step) + kCheckpointSuffix;
 }
 
 std::string CheckpointManager::best_path() const { return options_.directory + "/best.ckpt"; }
@@ -101,7 +98,7 @@ std::vector<int64_t> checkpoint_steps_in(const std::string& directory) {
 
 std::string latest_checkpoint_in(const std::string& directory) {
   const std::vector<int64_t> steps = checkpoint_steps_in(directory);
-  return steps.empty() ? "" : directory + "/" + kPrefix + std::to_string(steps.back()) + kSuffix;
+  return steps.empty() ? "" : directory + "/" + kCheckpointPrefix + std::to_string(steps.back()) + kCheckpointSuffix;
 }
 
 void CheckpointManager::prune() const {
@@ -118,7 +115,7 @@ void CheckpointManager::save(const CheckpointContents& contents, int64_t step) {
 }
 
 bool CheckpointManager::save(const CheckpointContents& contents, int64_t step, double metric) {
-  if (step < 0) fail("CheckpointManager::save: step=" + std::to_string(step) + " is invalid; expected >= 0");
+  if (step < 0) throw_invalid_argument("CheckpointManager::save: step=" + std::to_string(step) + " is invalid; expected >= 0");
   // With one writer, its metric decides for every rank.
   if (!options_.every_rank_writes) {
     metric = broadcast_scalar(metric, options_.writer_rank, options_.name + ".metric", options_.process_set);
@@ -140,7 +137,7 @@ bool CheckpointManager::save(const CheckpointContents& contents, int64_t step, d
     });
   }
   error = agree_on_error(error, options_.name + ".save", options_.process_set);
-  if (!error.empty()) fail(error);
+  if (!error.empty()) throw_invalid_argument(error);
   best_metric_ = best_after;
   return best;
 }
@@ -153,11 +150,11 @@ int64_t CheckpointManager::restore(const std::string& path, const CheckpointCont
   if (options_.every_rank_writes) {
     std::string error = path.empty() ? what : error_of([&] { load_checkpoint_file(path, with_state); });
     error = agree_on_error(error, options_.name + ".restore", options_.process_set);
-    if (!error.empty()) fail(error);
+    if (!error.empty()) throw_invalid_argument(error);
   } else {
     const std::string agreed = broadcast_bytes(is_writer() ? path : std::string(), options_.writer_rank,
                                                options_.name + ".path", options_.process_set);
-    if (agreed.empty()) fail(broadcast_bytes(is_writer() ? what : std::string(), options_.writer_rank,
+    if (agreed.empty()) throw_invalid_argument(broadcast_bytes(is_writer() ? what : std::string(), options_.writer_rank,
                                              options_.name + ".missing", options_.process_set));
     restore_checkpoint(agreed, with_state, options_.writer_rank, options_.process_set,
                        options_.name + ".restore");
@@ -177,8 +174,8 @@ int64_t CheckpointManager::restore_latest(const CheckpointContents& contents) {
     if (!present.empty()) path = checkpoint_path(present.back());
   }
   return restore(path, contents,
-                 "No checkpoint in '" + options_.directory + "' to resume from (expected " + kPrefix +
-                     "<step>" + kSuffix + " files written by CheckpointManager::save)");
+                 "No checkpoint in '" + options_.directory + "' to resume from (expected " + kCheckpointPrefix +
+                     "<step>" + kCheckpointSuffix + " files written by CheckpointManager::save)");
 }
 
 int64_t CheckpointManager::resume(const CheckpointContents& contents) {
@@ -195,7 +192,7 @@ int64_t CheckpointManager::resume(const CheckpointContents& contents) {
                                              options_.process_set);
   if (holding.empty()) return 0;
   if (!lacking.empty()) {
-    fail("Cannot resume from the ranks' own checkpoint folders ('" + options_.directory + "'): " + holding +
+    throw_invalid_argument("Cannot resume from the ranks' own checkpoint folders ('" + options_.directory + "'): " + holding +
          " and " + lacking + "; expected every rank to have checkpoints or none");
   }
   return restore_latest(contents);

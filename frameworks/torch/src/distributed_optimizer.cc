@@ -39,44 +39,44 @@ namespace {
 
 using NamedList = std::vector<std::pair<std::string, ::torch::Tensor>>;
 
-Status invalid(const std::string& message) {
+Status invalid_option(const std::string& message) {
   return Status::InvalidArgument("DistributedOptimizer: " + message);
 }
 
 void check_options(const DistributedOptimizerOptions& options) {
   if (options.op != ReduceOp::kAverage && options.op != ReduceOp::kSum && options.op != ReduceOp::kAdasum) {
-    throw Error(invalid(std::string("reduce op ") + reduce_op_name(options.op) +
+    throw Error(invalid_option(std::string("reduce op ") + reduce_op_name(options.op) +
                         " is not supported; expected average, sum or adasum"));
   }
   const std::string compression = compression_name(options.compression);
   if (compression == "unknown") {
-    throw Error(invalid("compression " + std::to_string(static_cast<int>(options.compression)) +
+    throw Error(invalid_option("compression " + std::to_string(static_cast<int>(options.compression)) +
                         " is invalid; expected none, fp16 or bf16"));
   }
   if (options.backward_passes_per_step < 1) {
-    throw Error(invalid("backward_passes_per_step=" +
+    throw Error(invalid_option("backward_passes_per_step=" +
                         std::to_string(options.backward_passes_per_step) +
                         " is invalid; expected an integer >= 1"));
   }
   const double factor = options.gradient_predivide_factor;
   if (!std::isfinite(factor) || factor <= 0.0) {
-    throw Error(invalid("gradient_predivide_factor=" + std::to_string(factor) +
+    throw Error(invalid_option("gradient_predivide_factor=" + std::to_string(factor) +
                         " is invalid; expected a finite number > 0"));
   }
   if (factor != 1.0 && options.op != ReduceOp::kAverage) {
-    throw Error(invalid("gradient_predivide_factor=" + std::to_string(factor) +
+    throw Error(invalid_option("gradient_predivide_factor=" + std::to_string(factor) +
                         " needs the average op; expected factor 1 with op sum"));
   }
   if (options.name_prefix.empty()) {
-    throw Error(invalid("name_prefix is empty; expected a non-empty prefix for collective names"));
+    throw Error(invalid_option("name_prefix is empty; expected a non-empty prefix for collective names"));
   }
   if (!options.process_set.is_global() && process_set_rank(options.process_set) < 0) {
-    throw Error(invalid("rank " + std::to_string(chorus::rank()) + " is not in process set " +
+    throw Error(invalid_option("rank " + std::to_string(chorus::rank()) + " is not in process set " +
                         std::to_string(options.process_set.id) + "; expected a set this rank is a member of"));
   }
   const int set_size = process_set_size(options.process_set);
   if (options.op == ReduceOp::kAdasum && (set_size & (set_size - 1)) != 0) {
-    throw Error(invalid("op adasum needs a process set whose size is a power of two (1, 2, 4, 8, ...), but "
+    throw Error(invalid_option("op adasum needs a process set whose size is a power of two (1, 2, 4, 8, ...), but "
                         "process set " + std::to_string(options.process_set.id) + " has " +
                         std::to_string(set_size) + " ranks"));
   }
@@ -95,7 +95,7 @@ std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& opti
     const auto& [name, tensor] = named[i];
     const auto [it, inserted] = position_of_name.emplace(name, i);
     if (!inserted) {
-      throw Error(invalid("duplicate parameter name '" + name + "' (positions " +
+      throw Error(invalid_option("duplicate parameter name '" + name + "' (positions " +
                           std::to_string(it->second) + " and " + std::to_string(i) +
                           "); expected every name once, so that collective names are unique"));
     }
@@ -115,7 +115,7 @@ std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& opti
       if (!seen.insert(param.unsafeGetTensorImpl()).second) continue;
       const auto found = name_of.find(param.unsafeGetTensorImpl());
       if (found == name_of.end()) {
-        throw Error(invalid("the optimizer updates a parameter (group " + std::to_string(g) +
+        throw Error(invalid_option("the optimizer updates a parameter (group " + std::to_string(g) +
                             ", index " + std::to_string(i) + ", shape " +
                             shape_to_string(Shape(param.sizes().begin(), param.sizes().end())) +
                             ") that is not among the named parameters; expected every "
@@ -123,7 +123,7 @@ std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& opti
       }
       const std::string name = prefix + "." + *found->second;
       if (!param.is_leaf()) {
-        throw Error(invalid("parameter '" + *found->second +
+        throw Error(invalid_option("parameter '" + *found->second +
                             "' is not a leaf tensor; expected model parameters"));
       }
       // Refused here, before any hook is registered, with the message the
@@ -131,11 +131,11 @@ std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& opti
       detail::check_usable(param, name);
       const DataType dtype = to_chorus_dtype(param.scalar_type(), name);
       if (!is_floating_point(dtype)) {
-        throw Error(invalid("parameter '" + *found->second + "' has dtype " + dtype_name(dtype) +
+        throw Error(invalid_option("parameter '" + *found->second + "' has dtype " + dtype_name(dtype) +
                             "; expected a floating-point parameter"));
       }
       if (adasum && !param.device().is_cpu()) {
-        throw Error(invalid("op adasum runs on CPU tensors only, but parameter '" + *found->second + "' is on " +
+        throw Error(invalid_option("op adasum runs on CPU tensors only, but parameter '" + *found->second + "' is on " +
                             param.device().str()));
       }
       result.push_back({name, param});
@@ -146,7 +146,7 @@ std::vector<ReducedParameter> reduced_parameters(::torch::optim::Optimizer& opti
 
 void refuse_lbfgs(::torch::optim::Optimizer& optimizer) {
   if (dynamic_cast<::torch::optim::LBFGS*>(&optimizer) != nullptr) {
-    throw Error(invalid(
+    throw Error(invalid_option(
         "LBFGS is not supported: it evaluates the model several times inside one step(), so "
         "gradients would need an allreduce per evaluation; expected an optimizer that steps once "
         "per gradient (SGD, Adam, AdamW, RMSprop, Adagrad)"));
@@ -243,7 +243,7 @@ DistributedOptimizer::SkipSynchronize::SkipSynchronize(DistributedOptimizer& own
     : owner_(owner) {
   if (owner_.state_->adasum) {
     // Horovod refuses it too: there is nothing to skip.
-    throw Error(invalid("skip_synchronize() does not apply to op adasum: its step() combines the optimizer's "
+    throw Error(invalid_option("skip_synchronize() does not apply to op adasum: its step() combines the optimizer's "
                         "updates, not the gradients, which stay local (clip them before step() without it)"));
   }
   owner_.skip_synchronize_ = true;

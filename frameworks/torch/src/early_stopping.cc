@@ -11,7 +11,7 @@ namespace chorus {
 namespace torch {
 namespace {
 
-[[noreturn]] void fail(const std::string& message) {
+[[noreturn]] void invalid_early_stopping(const std::string& message) {
   throw Error(Status::InvalidArgument("EarlyStopping: " + message));
 }
 
@@ -19,14 +19,14 @@ namespace {
 
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
   if (options_.patience < 0) {
-    fail("patience=" + std::to_string(options_.patience) + " is invalid; expected >= 0 (0: never stop)");
+    invalid_early_stopping("patience=" + std::to_string(options_.patience) + " is invalid; expected >= 0 (0: never stop)");
   }
   if (!(options_.min_delta >= 0) || std::isinf(options_.min_delta)) {
-    fail("min_delta=" + std::to_string(options_.min_delta) + " is invalid; expected a finite number >= 0");
+    invalid_early_stopping("min_delta=" + std::to_string(options_.min_delta) + " is invalid; expected a finite number >= 0");
   }
   if (options_.agreement == EarlyStoppingOptions::Agreement::kRootValue &&
       (options_.root_rank < 0 || options_.root_rank >= chorus::size())) {
-    fail("root_rank=" + std::to_string(options_.root_rank) + " is invalid; expected a rank in [0, " +
+    invalid_early_stopping("root_rank=" + std::to_string(options_.root_rank) + " is invalid; expected a rank in [0, " +
          std::to_string(chorus::size()) + ")");
   }
   state_.best = worst_metric(options_.mode);
@@ -67,7 +67,7 @@ bool EarlyStopping::should_stop() const {
 void EarlyStopping::load_state(const EarlyStoppingState& state) {
   if (state.updates < 0 || state.best_update < 0 || state.best_update > state.updates ||
       state.updates_without_improvement < 0 || state.updates_without_improvement > state.updates) {
-    fail("state (updates " + std::to_string(state.updates) + ", best_update " +
+    invalid_early_stopping("state (updates " + std::to_string(state.updates) + ", best_update " +
          std::to_string(state.best_update) + ", updates_without_improvement " +
          std::to_string(state.updates_without_improvement) +
          ") is inconsistent; expected 0 <= best_update, updates_without_improvement <= updates");

@@ -15,17 +15,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kPrefix = "commit-";
-constexpr const char* kSuffix = ".ckpt";
+constexpr const char* kCommitPrefix = "commit-";
+constexpr const char* kCommitSuffix = ".ckpt";
 constexpr size_t kDigits = 12;
 constexpr const char* kKind = "elastic commit";
 
 // The id of "commit-<12 digits>.ckpt", or -1 for any other name (temporary
 // files "commit-....ckpt.tmp.XXXXXX" included).
 int64_t id_of(const std::string& name) {
-  const size_t prefix = std::strlen(kPrefix), suffix = std::strlen(kSuffix);
-  if (name.size() != prefix + kDigits + suffix || name.rfind(kPrefix, 0) != 0 ||
-      name.compare(prefix + kDigits, suffix, kSuffix) != 0) {
+  const size_t prefix = std::strlen(kCommitPrefix), suffix = std::strlen(kCommitSuffix);
+  if (name.size() != prefix + kDigits + suffix || name.rfind(kCommitPrefix, 0) != 0 ||
+      name.compare(prefix + kDigits, suffix, kCommitSuffix) != 0) {
     return -1;
   }
   const std::string digits = name.substr(prefix, kDigits);
@@ -34,7 +34,7 @@ int64_t id_of(const std::string& name) {
 }
 
 bool is_temporary(const std::string& name) {
-  return name.rfind(kPrefix, 0) == 0 && name.find(std::string(kSuffix) + ".tmp.") != std::string::npos;
+  return name.rfind(kCommitPrefix, 0) == 0 && name.find(std::string(kCommitSuffix) + ".tmp.") != std::string::npos;
 }
 
 }  // namespace
@@ -44,7 +44,7 @@ CommitStore::CommitStore(std::string root, CheckedFileFormat format)
 
 std::string CommitStore::path(int64_t id) const {
   char name[48];
-  std::snprintf(name, sizeof(name), "%s%012lld%s", kPrefix, static_cast<long long>(id), kSuffix);
+  std::snprintf(name, sizeof(name), "%s%012lld%s", kCommitPrefix, static_cast<long long>(id), kCommitSuffix);
   return (fs::path(root_) / name).string();
 }
 

@@ -16,6 +16,7 @@
 #include "chorus/torch/ops.h"
 #include "chorus/torch/state_broadcast.h"
 #include "elastic_commit_store.h"
+#include "invalid_argument.h"
 
 namespace chorus {
 namespace torch {
@@ -33,8 +34,6 @@ std::string host_name() {
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof(name), "unknown-host");
   return elastic_host_name(name, std::getenv("SLURMD_NODENAME"));
 }
-
-[[noreturn]] void fail(const std::string& message) { throw Error(Status::InvalidArgument(message)); }
 
 // One allreduce of small int64 flags (max over ranks).
 std::vector<int64_t> max_over_ranks(const std::vector<int64_t>& values, const std::string& name) {
@@ -109,7 +108,7 @@ int64_t ElasticCommits::restore(const Decoder& decode) {
   }
   // Every rank decoded the same bytes, but agree anyway: all fail alike.
   error = agree_on_error(error, options_.name + ".restore.outcome");
-  if (!error.empty()) fail(error);
+  if (!error.empty()) throw_invalid_argument(error);
   last_commit_ = newest;
   return newest;
 }
@@ -132,7 +131,7 @@ bool ElasticCommits::commit(const Encoder& encode) {
   if (any[0] >= 0) {
     // Its message, on every rank (only after a failure: one more broadcast).
     const std::string message = broadcast_bytes(error, static_cast<int>(any[0]), options_.name + ".commit.error");
-    fail("ElasticState::commit: commit " + std::to_string(id) + " failed on rank " + std::to_string(any[0]) +
+    throw_invalid_argument("ElasticState::commit: commit " + std::to_string(id) + " failed on rank " + std::to_string(any[0]) +
          ": " + message);
   }
   last_commit_ = id;

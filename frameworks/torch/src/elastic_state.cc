@@ -5,12 +5,11 @@
 
 #include "chorus/chorus.h"
 #include "chorus/torch/state_broadcast.h"
+#include "invalid_argument.h"
 
 namespace chorus {
 namespace torch {
 namespace {
-
-[[noreturn]] void fail(const std::string& message) { throw Error(Status::InvalidArgument(message)); }
 
 // The state's own keys in the commit's extras.
 constexpr const char* kCommitKey = "elastic.commit";
@@ -62,11 +61,11 @@ void ElasticState::decode(const std::string& sealed, int64_t id, const std::stri
   CheckpointExtras& extras = *contents_.extras();
   for (const char* key : {kCommitKey, kEpochKey, kSampleKey, kSizeKey}) {
     if (!extras.contains(key)) {
-      fail(what + " has no value '" + key + "'; expected a commit written by ElasticState::commit()");
+      throw_invalid_argument(what + " has no value '" + key + "'; expected a commit written by ElasticState::commit()");
     }
   }
   if (extras.get_int(kCommitKey) != id) {
-    fail(what + " holds commit " + std::to_string(extras.get_int(kCommitKey)) + ", not " + std::to_string(id) +
+    throw_invalid_argument(what + " holds commit " + std::to_string(extras.get_int(kCommitKey)) + ", not " + std::to_string(id) +
          " as its file name says; expected the file ElasticState::commit() wrote");
   }
   epoch_ = extras.get_int(kEpochKey);

@@ -14,26 +14,26 @@ namespace chorus {
 namespace torch {
 namespace {
 
-Status invalid(const std::string& message) { return Status::InvalidArgument("GradScaler: " + message); }
+Status invalid_scaler_option(const std::string& message) { return Status::InvalidArgument("GradScaler: " + message); }
 
 void check_state(const GradScalerState& s) {
   if (!std::isfinite(s.scale) || s.scale <= 0) {
-    throw Error(invalid("scale=" + std::to_string(s.scale) + " is invalid; expected a finite number > 0"));
+    throw Error(invalid_scaler_option("scale=" + std::to_string(s.scale) + " is invalid; expected a finite number > 0"));
   }
   if (!std::isfinite(s.growth_factor) || s.growth_factor <= 1.0) {
-    throw Error(invalid("growth_factor=" + std::to_string(s.growth_factor) +
+    throw Error(invalid_scaler_option("growth_factor=" + std::to_string(s.growth_factor) +
                         " is invalid; expected a finite number > 1"));
   }
   if (!(s.backoff_factor > 0.0 && s.backoff_factor < 1.0)) {
-    throw Error(invalid("backoff_factor=" + std::to_string(s.backoff_factor) +
+    throw Error(invalid_scaler_option("backoff_factor=" + std::to_string(s.backoff_factor) +
                         " is invalid; expected a number in (0, 1)"));
   }
   if (s.growth_interval < 1) {
-    throw Error(invalid("growth_interval=" + std::to_string(s.growth_interval) +
+    throw Error(invalid_scaler_option("growth_interval=" + std::to_string(s.growth_interval) +
                         " is invalid; expected an integer >= 1"));
   }
   if (s.growth_tracker < 0 || s.growth_tracker >= s.growth_interval) {
-    throw Error(invalid("growth_tracker=" + std::to_string(s.growth_tracker) +
+    throw Error(invalid_scaler_option("growth_tracker=" + std::to_string(s.growth_tracker) +
                         " is invalid; expected an integer from 0 to growth_interval - 1"));
   }
 }
@@ -47,12 +47,12 @@ GradScaler::GradScaler(GradScalerOptions options)
   state_.backoff_factor = options.backoff_factor;
   state_.growth_interval = options.growth_interval;
   check_state(state_);
-  if (name_.empty()) throw Error(invalid("name is empty; expected a collective name"));
+  if (name_.empty()) throw Error(invalid_scaler_option("name is empty; expected a collective name"));
 }
 
 ::torch::Tensor GradScaler::scale(const ::torch::Tensor& loss) const {
   if (!loss.defined() || !loss.is_floating_point()) {
-    throw Error(invalid("scale() needs a defined floating-point loss tensor"));
+    throw Error(invalid_scaler_option("scale() needs a defined floating-point loss tensor"));
   }
   if (!enabled_) return loss;
   return loss * state_.scale;
@@ -61,7 +61,7 @@ GradScaler::GradScaler(GradScalerOptions options)
 GradScaler::PerOptimizer& GradScaler::entry(const void* optimizer, const char* what) {
   PerOptimizer& e = optimizers_[optimizer];
   if (e.stage == Stage::kStepped) {
-    throw Error(invalid(std::string(what) +
+    throw Error(invalid_scaler_option(std::string(what) +
                         " after step() for this optimizer in the same iteration; expected "
                         "update() between iterations"));
   }
@@ -90,7 +90,7 @@ void GradScaler::unscale_(DistributedOptimizer& optimizer) {
   if (!enabled_) return;
   PerOptimizer& e = entry(&optimizer.optimizer(), "unscale_()");
   if (e.stage == Stage::kUnscaled) {
-    throw Error(invalid("unscale_() was already called for this optimizer since the last update()"));
+    throw Error(invalid_scaler_option("unscale_() was already called for this optimizer since the last update()"));
   }
   if (optimizer.options().op == ReduceOp::kAdasum) {
     // Adasum leaves the gradients local (its step() combines the updates):
@@ -117,7 +117,7 @@ void GradScaler::unscale_(::torch::optim::Optimizer& optimizer) {
   if (!enabled_) return;
   PerOptimizer& e = entry(&optimizer, "unscale_()");
   if (e.stage == Stage::kUnscaled) {
-    throw Error(invalid("unscale_() was already called for this optimizer since the last update()"));
+    throw Error(invalid_scaler_option("unscale_() was already called for this optimizer since the last update()"));
   }
   const bool mine = unscale_local(optimizer);
   // These gradients are this rank's own: one allreduce of the flag.
@@ -182,7 +182,7 @@ void GradScaler::update() {
 void GradScaler::update(double new_scale) {
   if (!enabled_) return;
   if (!std::isfinite(new_scale) || new_scale <= 0) {
-    throw Error(invalid("update(" + std::to_string(new_scale) + ") is invalid; expected a finite scale > 0"));
+    throw Error(invalid_scaler_option("update(" + std::to_string(new_scale) + ") is invalid; expected a finite scale > 0"));
   }
   state_.scale = new_scale;
   optimizers_.clear();
@@ -206,7 +206,7 @@ void GradScaler::load(::torch::serialize::InputArchive& archive) {
   const auto read = [&](const char* key) {
     ::torch::Tensor value;
     if (!archive.try_read(key, value) || value.numel() != 1) {
-      throw Error(invalid(std::string("the archive has no scalar '") + key +
+      throw Error(invalid_scaler_option(std::string("the archive has no scalar '") + key +
                           "'; expected one written by GradScaler::save"));
     }
     return value;

@@ -7,7 +7,7 @@ namespace chorus {
 namespace torch {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
+[[noreturn]] void invalid_layout(const std::string& message) {
   throw Error(Status::InvalidArgument("pipeline layout: " + message));
 }
 
@@ -15,17 +15,17 @@ namespace {
 
 PipelineLayout PipelineLayout::make(int world_size, int rank, int stages) {
   if (stages < 1) {
-    invalid("pipeline stages = " + std::to_string(stages) + " is invalid: expected at least 1");
+    invalid_layout("pipeline stages = " + std::to_string(stages) + " is invalid: expected at least 1");
   }
   if (world_size < 1) {
-    invalid("job size = " + std::to_string(world_size) + " is invalid: expected at least 1");
+    invalid_layout("job size = " + std::to_string(world_size) + " is invalid: expected at least 1");
   }
   if (rank < 0 || rank >= world_size) {
-    invalid("rank " + std::to_string(rank) + " is outside the job's ranks [0, " +
+    invalid_layout("rank " + std::to_string(rank) + " is outside the job's ranks [0, " +
             std::to_string(world_size) + ")");
   }
   if (world_size % stages != 0) {
-    invalid(std::to_string(world_size) + " ranks cannot be split into pipelines of " +
+    invalid_layout(std::to_string(world_size) + " ranks cannot be split into pipelines of " +
             std::to_string(stages) + " stages: expected a number of ranks that is a multiple of " +
             std::to_string(stages));
   }
@@ -52,24 +52,24 @@ std::string PipelineLayout::describe() const {
 
 void check_stage_count(int64_t layers, int stages) {
   if (stages < 1) {
-    invalid("pipeline stages = " + std::to_string(stages) + " is invalid: expected at least 1");
+    invalid_layout("pipeline stages = " + std::to_string(stages) + " is invalid: expected at least 1");
   }
   if (layers < stages) {
-    invalid("a model of " + std::to_string(layers) + " layers cannot be split into " +
+    invalid_layout("a model of " + std::to_string(layers) + " layers cannot be split into " +
             std::to_string(stages) + " stages: expected at most one stage per layer");
   }
 }
 
 void check_micro_batches(int64_t batch_size, int micro_batches) {
   if (micro_batches < 1) {
-    invalid("micro-batches = " + std::to_string(micro_batches) +
+    invalid_layout("micro-batches = " + std::to_string(micro_batches) +
             " is invalid: expected at least 1");
   }
   if (batch_size < 1) {
-    invalid("batch size = " + std::to_string(batch_size) + " is invalid: expected at least 1");
+    invalid_layout("batch size = " + std::to_string(batch_size) + " is invalid: expected at least 1");
   }
   if (batch_size % micro_batches != 0) {
-    invalid(std::to_string(micro_batches) + " micro-batches do not divide a batch of " +
+    invalid_layout(std::to_string(micro_batches) + " micro-batches do not divide a batch of " +
             std::to_string(batch_size) +
             " samples per pipeline: expected a number of micro-batches that divides it");
   }

@@ -6,25 +6,22 @@
 #include <limits>
 
 #include "chorus/status.h"
+#include "invalid_argument.h"
 
 namespace chorus {
 namespace torch {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw Error(Status::InvalidArgument(message));
-}
-
 void check_arguments(int stages, int stage, int micro_batches) {
   if (stages < 1) {
-    invalid("pipeline stages = " + std::to_string(stages) + " is invalid: expected at least 1");
+    throw_invalid_argument("pipeline stages = " + std::to_string(stages) + " is invalid: expected at least 1");
   }
   if (stage < 0 || stage >= stages) {
-    invalid("pipeline stage " + std::to_string(stage) + " is outside [0, " +
+    throw_invalid_argument("pipeline stage " + std::to_string(stage) + " is outside [0, " +
             std::to_string(stages) + ")");
   }
   if (micro_batches < 1) {
-    invalid("micro-batches = " + std::to_string(micro_batches) +
+    throw_invalid_argument("micro-batches = " + std::to_string(micro_batches) +
             " is invalid: expected at least 1");
   }
 }
@@ -40,7 +37,7 @@ const char* pipeline_schedule_name(PipelineSchedule schedule) {
 PipelineSchedule parse_pipeline_schedule(const std::string& name) {
   if (name == "gpipe") return PipelineSchedule::kGPipe;
   if (name == "1f1b") return PipelineSchedule::k1F1B;
-  invalid("pipeline schedule '" + name + "' is unknown: expected gpipe or 1f1b");
+  throw_invalid_argument("pipeline schedule '" + name + "' is unknown: expected gpipe or 1f1b");
 }
 
 std::vector<PipelineAction> make_pipeline_schedule(PipelineSchedule schedule, int stages,
