@@ -87,8 +87,7 @@ def init(comm=None, process_sets=None):
                 raise TypeError("init(process_sets=...) takes ProcessSet objects, got %s" % type(ps).__name__)
             static_sets.append(ps)
     _chorus.init([ps.ranks for ps in static_sets])
-    _topology.clear()
-    _topology.update((name, getattr(_chorus, name)()) for name in _TOPOLOGY)
+    _remember_topology()
     _registered.clear()
     for i, ps in enumerate(static_sets):
         ps.process_set_id = i + 1
@@ -120,16 +119,19 @@ def _checked(fn):
     return wrapper
 
 
+def _remember_topology():
+    _topology.clear()
+    _topology.update((name, getattr(_chorus, name)()) for name in _TOPOLOGY)
+
+
 def _topology_query(name):
     def query():
-        if not _chorus.is_initialized():
-            raise ValueError("Chorus has not been initialized; use chorus.torch.init().")
         if not _topology:  # started by the C++ API in this process, not by init()
-            _topology.update((n, getattr(_chorus, n)()) for n in _TOPOLOGY)
+            _remember_topology()
         return _topology[name]
     query.__name__ = name
     query.__doc__ = getattr(_chorus, name).__doc__
-    return query
+    return _checked(query)
 
 
 rank = _topology_query("rank")
