@@ -36,7 +36,9 @@ class ShmProbeTest : public ::testing::Test {
     ASSERT_TRUE(types_.create().ok());
     // A cache folder of this job's own, named by rank 0.
     char folder[] = "/tmp/chorus-shm-probe-test-XXXXXX";
-    if (rank_ == 0) ASSERT_NE(mkdtemp(folder), nullptr);
+    if (rank_ == 0) {
+      ASSERT_NE(mkdtemp(folder), nullptr);
+    }
     MPI_Bcast(folder, sizeof(folder), MPI_CHAR, 0, MPI_COMM_WORLD);
     folder_ = folder;
     setenv("XDG_CACHE_HOME", folder_.c_str(), 1);

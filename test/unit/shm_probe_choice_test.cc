@@ -67,7 +67,7 @@ TEST(ShmProbeChoice, RangesAtGeometricMidpointsWithTheChosenStoreMode) {
   EXPECT_EQ(choice.describe(), "plain stores; mpi from 0 B, shm from 32 KiB, mpi from 128 KiB, shm from 2 MiB "
                                "(MPI time / shm time: 64 KiB 1.11x 256 KiB 0.80x 1 MiB 0.95x 4 MiB 1.14x 16 MiB 1.50x)");
 
-  ShmAllreduceSelection selection{AutoOnOff::kAuto, 0, 2};
+  ShmAllreduceSelection selection{AutoOnOff::kAuto, 0, 2, {}};
   selection.measured = choice.ranges;
   EXPECT_FALSE(selection.use_shm(4 * KiB, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(selection.use_shm(100 * KiB, DataType::kFloat32, ReduceOp::kSum));

@@ -54,7 +54,7 @@ TEST(ShmSetup, ConfigRefusesBadValuesNamingWhatIsAccepted) {
 }
 
 TEST(ShmSetup, SelectionBySizeModeAndDtype) {
-  ShmAllreduceSelection s{AutoOnOff::kAuto, 1000, 2};
+  ShmAllreduceSelection s{AutoOnOff::kAuto, 1000, 2, {}};
   EXPECT_FALSE(s.use_shm(999, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(s.use_shm(1000, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_FALSE(s.use_shm(10, DataType::kFloat16, ReduceOp::kSum));  // 2 ranks: both paths round once
