@@ -25,18 +25,59 @@ function(chorus_add_unit_test name)
   set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS unit ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
 endfunction()
 
-# chorus_add_mpi_test(<target> NP <n>...) registers <target>_np<n> for each n.
+# chorus_add_mpi_test(<target> [NAME <name>] NP <n>... [TIMEOUT <s>]
+#                     [ARGS <arg>...]) registers <name>_np<n> for each n
+# (<name> defaults to <target>), running <target> with ARGS on n ranks.
 function(chorus_add_mpi_test target)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "NP" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;NAME" "NP;ARGS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 240)
   endif()
+  if(NOT ARG_NAME)
+    set(ARG_NAME ${target})
+  endif()
   foreach(np IN LISTS ARG_NP)
-    add_test(NAME ${target}_np${np}
+    add_test(NAME ${ARG_NAME}_np${np}
       COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe
-              $<TARGET_FILE:${target}> --gtest_brief=1)
-    set_tests_properties(${target}_np${np} PROPERTIES
+              $<TARGET_FILE:${target}> --gtest_brief=1 ${ARG_ARGS})
+    set_tests_properties(${ARG_NAME}_np${np} PROPERTIES
       TIMEOUT ${ARG_TIMEOUT} LABELS "parallel" PROCESSORS 2
       ENVIRONMENT "${CHORUS_MPI_TEST_ENV}")
   endforeach()
+endfunction()
+
+# chorus_gtest_filter(<out> <program> <source>): a --gtest_filter value that
+# selects exactly the tests <source> defines, for a program built from several
+# test files: "Suite.*" for TEST and TEST_F, "*/Suite.*" for TEST_P (named
+# Prefix/Suite.Test/N), "Suite/*" for TYPED_TEST (Suite/N.Test). A suite's
+# name must belong to one file of <program>: configuring fails otherwise,
+# since that file's test would run the other's tests too.
+function(chorus_gtest_filter out program source)
+  file(STRINGS ${source} lines REGEX "^(TYPED_TEST|TEST_F|TEST_P|TEST)\\( *[A-Za-z0-9_]+")
+  set(patterns "")
+  foreach(line IN LISTS lines)
+    string(REGEX MATCH "^(TYPED_TEST|TEST_F|TEST_P|TEST)\\( *([A-Za-z0-9_]+)" match "${line}")
+    set(suite ${CMAKE_MATCH_2})
+    if(CMAKE_MATCH_1 STREQUAL "TEST_P")
+      list(APPEND patterns "*/${suite}.*")
+    elseif(CMAKE_MATCH_1 STREQUAL "TYPED_TEST")
+      list(APPEND patterns "${suite}/*")
+    else()
+      list(APPEND patterns "${suite}.*")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES patterns)
+  if(NOT patterns)
+    message(FATAL_ERROR "chorus_gtest_filter: ${source} defines no GoogleTest test (TEST, TEST_F, TEST_P, TYPED_TEST)")
+  endif()
+  get_property(taken GLOBAL PROPERTY CHORUS_GTEST_SUITES_${program})
+  foreach(pattern IN LISTS patterns)
+    if(pattern IN_LIST taken)
+      message(FATAL_ERROR "chorus_gtest_filter: the suite of '${pattern}' in ${source} is defined by another "
+                          "test file of ${program} too; give it a name of its own")
+    endif()
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY CHORUS_GTEST_SUITES_${program} ${patterns})
+  list(JOIN patterns ":" filter)
+  set(${out} "${filter}" PARENT_SCOPE)
 endfunction()

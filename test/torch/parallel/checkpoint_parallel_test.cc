@@ -38,13 +38,13 @@ using ::testing::HasSubstr;
 
 // Linear -> BatchNorm (buffers) -> Linear, trained with Adam on data that
 // depends only on the step (and, for rank_data, the rank).
-struct Trainee {
+struct CheckpointTrainee {
   torch::nn::Sequential model;
   torch::optim::Adam adam;
   ct::GradScaler scaler;
   ct::CheckpointExtras extras;
 
-  explicit Trainee(uint64_t seed, int64_t hidden = 6, ct::GradScalerOptions scaler_options = {})
+  explicit CheckpointTrainee(uint64_t seed, int64_t hidden = 6, ct::GradScalerOptions scaler_options = {})
       : model(make(seed, hidden)), adam(model->parameters(), torch::optim::AdamOptions(0.01)),
         scaler(scaler_options) {}
   static torch::nn::Sequential make(uint64_t seed, int64_t hidden) {
@@ -71,7 +71,7 @@ struct Trainee {
   }
 };
 
-bool same_state(const torch::nn::Module& a, const torch::nn::Module& b) {
+bool same_module_state(const torch::nn::Module& a, const torch::nn::Module& b) {
   const auto ta = a.named_parameters(), tb = b.named_parameters();
   for (const auto& item : ta) {
     if (!torch::equal(item.value(), tb[item.key()])) return false;
@@ -106,30 +106,30 @@ class CheckpointParallel : public ChorusSuite {
 TEST_F(CheckpointParallel, RestoreGivesEveryRankRootsStateBitForBit) {
   const std::string path = root_ + "/state.ckpt";
   if (rank() == 0) {
-    Trainee written(1);
+    CheckpointTrainee written(1);
     for (int i = 0; i < 3; ++i) written.step(i);
     written.scaler.load_state({512.0, 5, 2.0, 0.5, 2000});
     written.extras.set_int("epoch", 3);
     ct::save_checkpoint_file(path, written.contents());
   }
-  Trainee restored(10 + static_cast<uint64_t>(rank()));  // other parameters on every rank
+  CheckpointTrainee restored(10 + static_cast<uint64_t>(rank()));  // other parameters on every rank
   ct::restore_checkpoint(path, restored.contents());
 
   // The reference: each rank trains the same model itself, without the file.
-  Trainee reference(1);
+  CheckpointTrainee reference(1);
   for (int i = 0; i < 3; ++i) reference.step(i);
-  EXPECT_TRUE(same_state(*restored.model, *reference.model));
+  EXPECT_TRUE(same_module_state(*restored.model, *reference.model));
   EXPECT_EQ(restored.scaler.get_scale(), 512.0);
   EXPECT_EQ(restored.scaler.growth_tracker(), 5);
   EXPECT_EQ(restored.extras.get_int("epoch"), 3);
   // Adam's state came too: one more step stays equal.
   restored.step(3);
   reference.step(3);
-  EXPECT_TRUE(same_state(*restored.model, *reference.model));
+  EXPECT_TRUE(same_module_state(*restored.model, *reference.model));
 }
 
 TEST_F(CheckpointParallel, RestoreErrorsFailEveryRank) {
-  Trainee run(2);
+  CheckpointTrainee run(2);
   const std::string missing = root_ + "/missing.ckpt";
   EXPECT_THAT(error_of([&] { ct::restore_checkpoint(missing, run.contents()); }),
               AllOf(HasSubstr("Cannot open checkpoint '" + missing + "'"), HasSubstr("No such file or directory")));
@@ -145,13 +145,13 @@ TEST_F(CheckpointParallel, RestoreErrorsFailEveryRank) {
 
   // Only the last rank has another model: every rank fails with its message.
   if (rank() == 0) ct::save_checkpoint_file(path, run.contents());
-  Trainee other(3, rank() == size() - 1 ? 8 : 6);
+  CheckpointTrainee other(3, rank() == size() - 1 ? 8 : 6);
   EXPECT_THAT(error_of([&] { ct::restore_checkpoint(path, other.contents()); }),
               HasSubstr("Checkpoint '" + path + "' was written for another model (parameter 0.weight [6, 4] vs [8, 4]"));
 }
 
 // Saves steps 1..n with `metrics`; returns save()'s answers.
-std::vector<bool> save_all(ct::CheckpointManager& manager, Trainee& run, const std::vector<double>& metrics) {
+std::vector<bool> save_all(ct::CheckpointManager& manager, CheckpointTrainee& run, const std::vector<double>& metrics) {
   std::vector<bool> best;
   for (size_t i = 0; i < metrics.size(); ++i) {
     run.extras.set_int("saved_step", static_cast<int64_t>(i + 1));
@@ -164,7 +164,7 @@ TEST_F(CheckpointParallel, ManagerKeepsTheNewestAndTheBest) {
   ct::CheckpointManagerOptions options;
   options.directory = root_ + "/min";
   options.keep_last = 2;
-  Trainee run(4);
+  CheckpointTrainee run(4);
   {
     ct::CheckpointManager manager(options);
     EXPECT_EQ(save_all(manager, run, {3, 1, 2, 0.5, 0.7}), (std::vector<bool>{true, true, false, true, false}));
@@ -177,7 +177,7 @@ TEST_F(CheckpointParallel, ManagerKeepsTheNewestAndTheBest) {
   }
   // A new manager (a resumed run) knows the best so far from the checkpoint.
   ct::CheckpointManager resumed(options);
-  Trainee target(5);
+  CheckpointTrainee target(5);
   EXPECT_EQ(resumed.restore_latest(target.contents()), 5);
   EXPECT_EQ(target.extras.get_int("saved_step"), 5);
   EXPECT_FALSE(target.extras.contains("chorus.checkpoint_manager.step"));
@@ -205,9 +205,9 @@ TEST_F(CheckpointParallel, FailedWriteOnTheWriterFailsEveryRankAndKeepsThePrevio
   options.directory = root_ + "/w";
   options.keep_last = 1;
   ct::CheckpointManager manager(options);
-  Trainee run(6);
+  CheckpointTrainee run(6);
   manager.save(run.contents(), 1, 1.0);
-  Trainee before(6);
+  CheckpointTrainee before(6);
   std::string error;
   {
     FileSizeLimit limit(512, rank() == 0);
@@ -221,22 +221,22 @@ TEST_F(CheckpointParallel, FailedWriteOnTheWriterFailsEveryRankAndKeepsThePrevio
     EXPECT_EQ(ct::checkpoint_steps_in(options.directory), std::vector<int64_t>{1});
     EXPECT_EQ(std::distance(fs::directory_iterator(options.directory), {}), 2) << "checkpoint-1 and best only";
   }
-  Trainee target(7);
+  CheckpointTrainee target(7);
   EXPECT_EQ(manager.restore_latest(target.contents()), 1);
-  EXPECT_TRUE(same_state(*target.model, *before.model));
+  EXPECT_TRUE(same_module_state(*target.model, *before.model));
 }
 
 TEST_F(CheckpointParallel, EveryRankWritesAndReadsItsOwnFolder) {
   ct::CheckpointManagerOptions options;
   options.directory = root_ + "/rank-" + std::to_string(rank());
   options.every_rank_writes = true;
-  Trainee mine(20 + static_cast<uint64_t>(rank()));
+  CheckpointTrainee mine(20 + static_cast<uint64_t>(rank()));
   mine.extras.set_int("rank", rank());
   ct::CheckpointManager manager(options);
   manager.save(mine.contents(), 1);
-  Trainee target(99);
+  CheckpointTrainee target(99);
   EXPECT_EQ(manager.restore_latest(target.contents()), 1);
-  EXPECT_TRUE(same_state(*target.model, *mine.model));
+  EXPECT_TRUE(same_module_state(*target.model, *mine.model));
   EXPECT_EQ(target.extras.get_int("rank"), rank());
   // One rank's folder lost its file: every rank fails, naming it.
   test_barrier();
@@ -250,15 +250,15 @@ TEST_F(CheckpointParallel, ResumeStartsFreshWithoutACheckpointAndRestoresWithOne
   ct::CheckpointManagerOptions shared;
   shared.directory = root_ + "/shared";
   ct::CheckpointManager manager(shared);
-  Trainee fresh(30 + static_cast<uint64_t>(rank()));
-  const Trainee untouched(30 + static_cast<uint64_t>(rank()));
+  CheckpointTrainee fresh(30 + static_cast<uint64_t>(rank()));
+  const CheckpointTrainee untouched(30 + static_cast<uint64_t>(rank()));
   EXPECT_EQ(manager.resume(fresh.contents()), 0);
-  EXPECT_TRUE(same_state(*fresh.model, *untouched.model));
-  Trainee saved(40);
+  EXPECT_TRUE(same_module_state(*fresh.model, *untouched.model));
+  CheckpointTrainee saved(40);
   saved.step(1);
   manager.save(saved.contents(), 5);
   EXPECT_EQ(manager.resume(fresh.contents()), 5);
-  EXPECT_TRUE(same_state(*fresh.model, *saved.model));
+  EXPECT_TRUE(same_module_state(*fresh.model, *saved.model));
 
   // Own folders: none anywhere is a fresh start; some with and some
   // without fails every rank naming one of each.
@@ -280,7 +280,7 @@ TEST_F(CheckpointParallel, ResumeStartsFreshWithoutACheckpointAndRestoresWithOne
 // early stopping (never triggered) and the manager, one save per epoch. The
 // interrupted run's state stays alive to compare the restored state with.
 struct Training {
-  Trainee run;
+  CheckpointTrainee run;
   ct::DistributedOptimizer optimizer;
   ct::EarlyStopping stopping;
   explicit Training(uint64_t seed)
@@ -302,7 +302,7 @@ struct Training {
       double loss_sum = 0;
       for (int64_t i = 0; i < 4; ++i) {
         run.model->train();
-        const auto [x, y] = Trainee::batch(1000 * e + 10 * i + chorus::rank());
+        const auto [x, y] = CheckpointTrainee::batch(1000 * e + 10 * i + chorus::rank());
         optimizer.zero_grad();
         const torch::Tensor loss = torch::nn::functional::cross_entropy(run.model->forward(x), y);
         run.scaler.scale(loss).backward();
@@ -338,13 +338,13 @@ TEST_F(CheckpointParallel, ResumeEqualsAnUninterruptedRun) {
   ct::CheckpointManager manager(options);
   const int64_t step = manager.restore_latest(resumed.run.contents());
   ASSERT_EQ(step, 2);
-  EXPECT_TRUE(same_state(*resumed.run.model, *first.run.model));
+  EXPECT_TRUE(same_module_state(*resumed.run.model, *first.run.model));
   EXPECT_EQ(resumed.run.scaler.get_scale(), first.run.scaler.get_scale());
   resumed.stopping.load(resumed.run.extras);
   EXPECT_EQ(resumed.stopping.updates(), 2);
   resumed.epochs(manager, step, 4);
 
-  EXPECT_TRUE(same_state(*resumed.run.model, *uninterrupted.run.model));
+  EXPECT_TRUE(same_module_state(*resumed.run.model, *uninterrupted.run.model));
   EXPECT_EQ(resumed.run.scaler.get_scale(), uninterrupted.run.scaler.get_scale());
   EXPECT_EQ(resumed.run.scaler.growth_tracker(), uninterrupted.run.scaler.growth_tracker());
   EXPECT_GT(uninterrupted.run.scaler.get_scale(), 256) << "the scale never grew: its state proves nothing";

@@ -22,7 +22,7 @@ using chorus::torch::DistributedOptimizerOptions;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-constexpr int64_t kRows = 8;
+constexpr int64_t kErrorsRows = 8;
 
 class DistributedOptimizerErrorsTest : public ChorusSuite {
  protected:
@@ -39,7 +39,7 @@ class DistributedOptimizerErrorsTest : public ChorusSuite {
 
   // One backward pass of `model` on this rank's shard of step 0's batch.
   void backward(Net& model) {
-    const Batch mine = shard(global_batch(0, kRows * size()), rank(), kRows);
+    const Batch mine = shard(global_batch(0, kErrorsRows * size()), rank(), kErrorsRows);
     ::torch::mse_loss(model->forward(mine.x), mine.y).backward();
   }
 };

@@ -41,7 +41,7 @@ namespace {
 using chorus::torch::DistributedOptimizer;
 using chorus::torch::DistributedOptimizerOptions;
 
-constexpr int64_t kRows = 16;
+constexpr int64_t kTimelineRows = 16;
 
 // Identity forward; backward blocks on a collective of its own.
 struct Probe : ::torch::autograd::Function<Probe> {
@@ -118,8 +118,8 @@ TEST(DistributedOptimizerTimelineTest, LastLayerAllreduceStartsBeforeFirstLayerG
   DistributedOptimizer optimizer(sgd, {{"first", first}, {"last", last}}, options);
 
   ::torch::manual_seed(6);
-  const ::torch::Tensor x = ::torch::randn({kRows * size, 8});
-  forward(x.narrow(0, rank * kRows, kRows), first, last).pow(2).mean().backward();
+  const ::torch::Tensor x = ::torch::randn({kTimelineRows * size, 8});
+  forward(x.narrow(0, rank * kTimelineRows, kTimelineRows), first, last).pow(2).mean().backward();
   EXPECT_NO_THROW(optimizer.synchronize());
 
   // The reduced gradients are the mean of every rank's, computed locally.
@@ -127,7 +127,7 @@ TEST(DistributedOptimizerTimelineTest, LastLayerAllreduceStartsBeforeFirstLayerG
   const ::torch::Tensor last_copy = last.detach().clone().requires_grad_();
   std::vector<::torch::Tensor> mean_losses;
   for (int r = 0; r < size; ++r) {
-    const auto part = x.narrow(0, r * kRows, kRows);
+    const auto part = x.narrow(0, r * kTimelineRows, kTimelineRows);
     mean_losses.push_back(::torch::tanh(part.mm(first_copy)).mm(last_copy).pow(2).mean() / size);
   }
   ::torch::stack(mean_losses).sum().backward();

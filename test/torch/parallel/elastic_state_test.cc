@@ -25,12 +25,14 @@
 #include "chorus/torch/elastic_state.h"
 #include "support/harness.h"
 #include "chorus_error_of.h"
+#include "torch_test_support.h"
 
 namespace chorus_test {
 namespace {
 
 namespace ct = chorus::torch;
 namespace fs = std::filesystem;
+using chorus_torch_test::find_param_state;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -70,21 +72,6 @@ bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
   const torch::Tensor ca = a.detach().contiguous(), cb = b.detach().contiguous();
   return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
-}
-
-// The optimizer's state of one parameter. LibTorch keys it by the
-// parameter's TensorImpl address: as text up to 1.13, as the pointer in 2.x
-// (as state_broadcast_test does).
-template <typename StateMap>
-typename StateMap::const_iterator find_param_state(const StateMap& state, const torch::Tensor& param) {
-  using Key = typename StateMap::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream address;
-    address << param.unsafeGetTensorImpl();
-    return state.find(address.str());
-  } else {
-    return state.find(static_cast<Key>(param.unsafeGetTensorImpl()));
-  }
 }
 
 // Parameters, buffers and Adam's moments and step counts, bit for bit.

@@ -51,7 +51,7 @@ class GradScalerTest : public ChorusSuite {
 
 // loss = sum(w * x): the gradient of w is x (times the scale), or inf in
 // its first element where `overflow`.
-::torch::Tensor loss_of(const ::torch::Tensor& w, int rank, bool overflow) {
+::torch::Tensor scaled_loss_of(const ::torch::Tensor& w, int rank, bool overflow) {
   ::torch::Tensor x = input_of(rank);
   if (overflow) x[0] = kInf;
   return (w * x).sum();
@@ -67,7 +67,7 @@ TEST_F(GradScalerTest, OneRankOverflowingMakesEveryRankSkipAndHalve) {
 
   // The last rank alone sees inf.
   optimizer.zero_grad();
-  scaler.scale(loss_of(w, rank(), rank() == size() - 1)).backward();
+  scaler.scale(scaled_loss_of(w, rank(), rank() == size() - 1)).backward();
   EXPECT_FALSE(scaler.step(optimizer)) << "rank " << rank();
   scaler.update();
   EXPECT_TRUE(::torch::equal(w.detach(), ::torch::ones({3}))) << "rank " << rank() << ": " << w;
@@ -76,7 +76,7 @@ TEST_F(GradScalerTest, OneRankOverflowingMakesEveryRankSkipAndHalve) {
 
   // The next, finite step goes through with the averaged, unscaled gradient.
   optimizer.zero_grad();
-  scaler.scale(loss_of(w, rank(), false)).backward();
+  scaler.scale(scaled_loss_of(w, rank(), false)).backward();
   EXPECT_TRUE(scaler.step(optimizer));
   scaler.update();
   EXPECT_TRUE(::torch::equal(w.detach(), ::torch::ones({3}) - mean_input(size()))) << w;
@@ -94,14 +94,14 @@ TEST_F(GradScalerTest, PlainOptimizersAgreeByAllreducingTheFlag) {
   GradScaler scaler(options);
   for (int overflowing = 0; overflowing < size(); ++overflowing) {
     sgd.zero_grad();
-    scaler.scale(loss_of(w, rank(), rank() == overflowing)).backward();
+    scaler.scale(scaled_loss_of(w, rank(), rank() == overflowing)).backward();
     EXPECT_FALSE(scaler.step(sgd)) << "rank " << rank() << ", overflow on rank " << overflowing;
     scaler.update();
     EXPECT_TRUE(::torch::equal(w.detach(), ::torch::ones({3}))) << "rank " << rank() << ": " << w;
   }
   EXPECT_EQ(scaler.get_scale(), 8.0 / (1 << size()));
   sgd.zero_grad();
-  scaler.scale(loss_of(w, rank(), false)).backward();
+  scaler.scale(scaled_loss_of(w, rank(), false)).backward();
   EXPECT_TRUE(scaler.step(sgd));
   scaler.update();
   EXPECT_TRUE(::torch::equal(w.detach(), ::torch::ones({3}) - input_of(rank()))) << w;
@@ -129,7 +129,7 @@ TEST_F(GradScalerTest, ScriptedSequenceMatchesHandComputedScales) {
     // A different rank overflows each time.
     const bool mine = overflow[step] && static_cast<int>(step) % size() == rank();
     optimizer.zero_grad();
-    scaler.scale(loss_of(w, rank(), mine)).backward();
+    scaler.scale(scaled_loss_of(w, rank(), mine)).backward();
     EXPECT_EQ(scaler.step(optimizer), !overflow[step]) << "step " << step;
     scaler.update();
     if (overflow[step]) {
@@ -184,7 +184,7 @@ TEST_F(GradScalerTest, GrowsAfterGrowthIntervalFiniteSteps) {
   GradScaler scaler(options);
   for (int step = 1; step <= 45; ++step) {
     optimizer.zero_grad();
-    scaler.scale(loss_of(w, rank(), false)).backward();
+    scaler.scale(scaled_loss_of(w, rank(), false)).backward();
     ASSERT_TRUE(scaler.step(optimizer));
     scaler.update();
     const double expected = 65536.0 * (step >= 40 ? 16 : step >= 20 ? 4 : 1);
@@ -203,7 +203,7 @@ TEST_F(GradScalerTest, UnscaleGivesTheAveragedGradientOnceAndStepAddsNoAllreduce
   options.init_scale = 3;  // not a power of two: unscaling rounds
   GradScaler scaler(options);
   optimizer.zero_grad();
-  scaler.scale(loss_of(w, rank(), false)).backward();
+  scaler.scale(scaled_loss_of(w, rank(), false)).backward();
   scaler.unscale_(optimizer);
   EXPECT_TRUE(::torch::allclose(w.grad(), mean_input(size()), 1e-6, 0)) << w.grad();
   EXPECT_THAT(

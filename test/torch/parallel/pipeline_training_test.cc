@@ -30,10 +30,10 @@ namespace {
 namespace ct = chorus::torch;
 using ::testing::HasSubstr;
 
-constexpr int kSteps = 4;
+constexpr int kPipelineSteps = 4;
 constexpr int64_t kBatchPerPipeline = 8;
 
-torch::nn::Sequential make_model() {
+torch::nn::Sequential make_pipeline_model() {
   torch::manual_seed(1234);
   return torch::nn::Sequential(torch::nn::Linear(5, 12), torch::nn::Tanh(),
                                torch::nn::Linear(12, 12), torch::nn::ReLU(),
@@ -61,11 +61,11 @@ class PipelineTrainingTest : public TorchSuite {
 
     // The reference: the whole model, one process, each pipeline's rows as
     // the pipeline computes them, the pipelines' gradients averaged.
-    auto reference = make_model();
+    auto reference = make_pipeline_model();
     torch::optim::SGD reference_sgd(reference->parameters(), torch::optim::SGDOptions(0.05));
     const auto reference_parameters = reference->parameters();
     std::vector<double> reference_losses;  // of this rank's pipeline's rows
-    for (int step = 0; step < kSteps; ++step) {
+    for (int step = 0; step < kPipelineSteps; ++step) {
       auto [x, y] = global_batch(step, D);
       std::vector<std::vector<torch::Tensor>> gradients(reference_parameters.size());
       for (int pipeline = 0; pipeline < D; ++pipeline) {
@@ -90,7 +90,7 @@ class PipelineTrainingTest : public TorchSuite {
     }
 
     // The pipeline: this rank's stage of its pipeline.
-    auto model = make_model();
+    auto model = make_pipeline_model();
     ct::PipelineOptions options;
     options.micro_batches = micro_batches;
     options.schedule = schedule;
@@ -109,7 +109,7 @@ class PipelineTrainingTest : public TorchSuite {
       averaged = std::make_unique<ct::DistributedOptimizer>(sgd, pipeline.part()->named_parameters(),
                                                            averaging);
     }
-    for (int step = 0; step < kSteps; ++step) {
+    for (int step = 0; step < kPipelineSteps; ++step) {
       auto [x, y] = global_batch(step, D);
       auto mine_x = x.narrow(0, layout.pipeline * kBatchPerPipeline, kBatchPerPipeline);
       auto mine_y = y.narrow(0, layout.pipeline * kBatchPerPipeline, kBatchPerPipeline);
@@ -138,7 +138,7 @@ class PipelineTrainingTest : public TorchSuite {
           << (p.value() - expected[p.key()]).abs().max().item<double>();
     }
     // Inference through the pipeline equals the reference's forward.
-    auto [x, y] = global_batch(kSteps, D);
+    auto [x, y] = global_batch(kPipelineSteps, D);
     auto out = pipeline.forward(layout.first_stage() ? x : torch::Tensor());
     if (layout.last_stage()) {
       EXPECT_TRUE(torch::equal(out, reference->forward(x)));
@@ -190,7 +190,7 @@ TEST_F(PipelineTrainingTest, LayoutsThatDoNotFitTheJobAreErrorsOnEveryRankBefore
   }
   options.micro_batches = 3;
   options.batch_size = kBatchPerPipeline;
-  EXPECT_THROW(ct::Pipeline(make_model(), ct::PipelineLayout::make(size(), rank(), size()),
+  EXPECT_THROW(ct::Pipeline(make_pipeline_model(), ct::PipelineLayout::make(size(), rank(), size()),
                             options, ct::make_chorus_stage_link()),
                chorus::Error);
   chorus::barrier();

@@ -178,21 +178,6 @@ std::string archive_text(const Serializable& object) {
   return out;
 }
 
-// The optimizer's state of one parameter. LibTorch keys it by the
-// parameter's TensorImpl address: as text (c10::guts::to_string) up to 1.13,
-// as the pointer itself in 2.x, which also removed c10::guts::to_string.
-template <typename StateMap>
-typename StateMap::const_iterator find_param_state(const StateMap& state, const torch::Tensor& param) {
-  using Key = typename StateMap::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream address;
-    address << param.unsafeGetTensorImpl();
-    return state.find(address.str());
-  } else {
-    return state.find(static_cast<Key>(param.unsafeGetTensorImpl()));
-  }
-}
-
 // Everything an optimizer holds (every group's options; per parameter, by
 // position, its step counts and moment tensors) as exact text: equal text
 // means bit-identical state. Positions, not save()'s keys, which are the

@@ -8,7 +8,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <torch/torch.h>
@@ -180,6 +182,21 @@ inline std::pair<int64_t, int64_t> scatter_rows(int64_t rows, int size, int rank
   const int64_t base = rows / size, extra = rows % size;
   const int64_t begin = rank * base + std::min<int64_t>(rank, extra);
   return {begin, begin + base + (rank < extra ? 1 : 0)};
+}
+
+// The optimizer's state of one parameter. LibTorch keys it by the
+// parameter's TensorImpl address: as text (c10::guts::to_string) up to 1.13,
+// as the pointer itself in 2.x, which also removed c10::guts::to_string.
+template <typename StateMap>
+typename StateMap::const_iterator find_param_state(const StateMap& state, const torch::Tensor& param) {
+  using Key = typename StateMap::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream address;
+    address << param.unsafeGetTensorImpl();
+    return state.find(address.str());
+  } else {
+    return state.find(static_cast<Key>(param.unsafeGetTensorImpl()));
+  }
 }
 
 }  // namespace chorus_torch_test

@@ -28,7 +28,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Linear -> BatchNorm (running statistics are buffers) -> Linear.
-torch::nn::Sequential make_model(uint64_t seed, int64_t hidden = 6) {
+torch::nn::Sequential make_checkpoint_model(uint64_t seed, int64_t hidden = 6) {
   torch::manual_seed(seed);
   return torch::nn::Sequential(torch::nn::Linear(4, hidden), torch::nn::BatchNorm1d(hidden),
                                torch::nn::Linear(hidden, 3));
@@ -41,7 +41,7 @@ struct Trainee {
   ct::CheckpointExtras extras;
 
   explicit Trainee(uint64_t seed, int64_t hidden = 6)
-      : model(make_model(seed, hidden)), adam(model->parameters(), torch::optim::AdamOptions(0.01)) {}
+      : model(make_checkpoint_model(seed, hidden)), adam(model->parameters(), torch::optim::AdamOptions(0.01)) {}
   ct::CheckpointContents contents() {
     ct::CheckpointContents c(*model, "net");
     c.with_optimizer(adam).with_scaler(scaler).with_extras(extras);
@@ -168,7 +168,7 @@ TEST_F(OtherModel, CorruptTruncatedAndForeignFilesAreNamed) {
 }
 
 TEST(ModelSignature, TextFormRoundTripsAndMalformedLinesAreNamed) {
-  const auto model = make_model(0);
+  const auto model = make_checkpoint_model(0);
   const ct::ModelSignature signature = ct::ModelSignature::of(*model, "net");
   EXPECT_EQ(signature.serialize(),
             "model net\nparameter 0.weight Float 6 4\nparameter 0.bias Float 6\n"

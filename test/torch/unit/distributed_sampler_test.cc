@@ -42,7 +42,7 @@ std::vector<int64_t> dealt_order(const std::vector<std::vector<int64_t>>& shards
   return order;
 }
 
-std::string error_of(int64_t n, int replicas, int rank) {
+std::string sampler_error(int64_t n, int replicas, int rank) {
   try {
     DistributedSampler sampler(n, {}, replicas, rank);
   } catch (const chorus::Error& e) {
@@ -165,10 +165,10 @@ TEST(DistributedSamplerTest, WithoutShuffleRanksTakeEveryReplicaThSample) {
 }
 
 TEST(DistributedSamplerTest, BadArgumentsAreNamed) {
-  EXPECT_THAT(error_of(2, 3, 0), HasSubstr("dataset_size 2 is smaller than num_replicas 3"));
-  EXPECT_THAT(error_of(10, 3, 3), HasSubstr("rank 3 is out of range; expected 0 to 2"));
-  EXPECT_THAT(error_of(10, 0, 0), HasSubstr("num_replicas is 0"));
-  EXPECT_THAT(error_of(-1, 1, 0), HasSubstr("dataset_size -1 is smaller than num_replicas 1"));
+  EXPECT_THAT(sampler_error(2, 3, 0), HasSubstr("dataset_size 2 is smaller than num_replicas 3"));
+  EXPECT_THAT(sampler_error(10, 3, 3), HasSubstr("rank 3 is out of range; expected 0 to 2"));
+  EXPECT_THAT(sampler_error(10, 0, 0), HasSubstr("num_replicas is 0"));
+  EXPECT_THAT(sampler_error(-1, 1, 0), HasSubstr("dataset_size -1 is smaller than num_replicas 1"));
 }
 
 // As a torch::data sampler: next() hands out indices() in batches.

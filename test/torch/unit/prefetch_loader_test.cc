@@ -23,7 +23,7 @@ namespace {
 using chorus::torch::DistributedSampler;
 using chorus::torch::PrefetchLoader;
 using ::testing::HasSubstr;
-using Batches = std::vector<std::vector<int64_t>>;
+using LoadedBatches = std::vector<std::vector<int64_t>>;
 
 DistributedSampler make_sampler(int64_t n, uint64_t seed, int replicas = 2, int rank = 1) {
   DistributedSampler::Options options;
@@ -32,11 +32,11 @@ DistributedSampler make_sampler(int64_t n, uint64_t seed, int replicas = 2, int 
 }
 
 // The reference: the sampler's own batches of this epoch.
-Batches sampler_batches(int64_t n, uint64_t seed, int64_t epoch, size_t batch_size) {
+LoadedBatches sampler_batches(int64_t n, uint64_t seed, int64_t epoch, size_t batch_size) {
   DistributedSampler sampler = make_sampler(n, seed);
   sampler.set_epoch(epoch);
   sampler.reset();
-  Batches batches;
+  LoadedBatches batches;
   while (auto batch = sampler.next(batch_size)) batches.emplace_back(batch->begin(), batch->end());
   return batches;
 }
@@ -49,8 +49,8 @@ PrefetchLoader::Batch indices_batch(const std::vector<size_t>& indices) {
   return {torch::tensor(values, torch::kInt64), torch::tensor(values, torch::kInt64) * 2};
 }
 
-Batches drain(PrefetchLoader& loader) {
-  Batches batches;
+LoadedBatches drain_loader(PrefetchLoader& loader) {
+  LoadedBatches batches;
   while (auto batch = loader.next()) {
     EXPECT_TRUE(torch::equal(batch->target, batch->data * 2));
     const torch::Tensor data = batch->data.contiguous();
@@ -60,13 +60,13 @@ Batches drain(PrefetchLoader& loader) {
 }
 
 TEST(PrefetchLoaderTest, OrderEqualsTheSamplersForAnyWorkersAndDepth) {
-  const Batches expected = sampler_batches(203, 7, 0, 5);
+  const LoadedBatches expected = sampler_batches(203, 7, 0, 5);
   for (int workers : {1, 2, 3, 8}) {
     for (size_t depth : {1, 2, 5, 64}) {
       DistributedSampler sampler = make_sampler(203, 7);
       PrefetchLoader loader(sampler, indices_batch, {5, workers, depth, false});
       loader.reset();
-      EXPECT_EQ(drain(loader), expected) << workers << " workers, depth " << depth;
+      EXPECT_EQ(drain_loader(loader), expected) << workers << " workers, depth " << depth;
       EXPECT_FALSE(loader.next().has_value()) << "the epoch stays over";
     }
   }
@@ -78,7 +78,7 @@ TEST(PrefetchLoaderTest, ResetStartsTheSamplersNextEpochEvenMidEpoch) {
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     sampler.set_epoch(epoch);
     loader.reset();
-    EXPECT_EQ(drain(loader), sampler_batches(100, 3, epoch, 8)) << "epoch " << epoch;
+    EXPECT_EQ(drain_loader(loader), sampler_batches(100, 3, epoch, 8)) << "epoch " << epoch;
   }
   // Stopping after two batches: the next reset deals the next epoch from its start.
   sampler.set_epoch(5);
@@ -87,7 +87,7 @@ TEST(PrefetchLoaderTest, ResetStartsTheSamplersNextEpochEvenMidEpoch) {
   ASSERT_TRUE(loader.next().has_value());
   sampler.set_epoch(6);
   loader.reset();
-  EXPECT_EQ(drain(loader), sampler_batches(100, 3, 6, 8));
+  EXPECT_EQ(drain_loader(loader), sampler_batches(100, 3, 6, 8));
 }
 
 TEST(PrefetchLoaderTest, SameSeedSameBatchesOtherSeedOtherBatches) {
@@ -96,7 +96,7 @@ TEST(PrefetchLoaderTest, SameSeedSameBatchesOtherSeedOtherBatches) {
     PrefetchLoader loader(sampler, indices_batch, {4, workers, 3, false});
     sampler.set_epoch(1);
     loader.reset();
-    return drain(loader);
+    return drain_loader(loader);
   };
   EXPECT_EQ(run(21, 1), run(21, 4));
   EXPECT_NE(run(21, 2), run(22, 2));
@@ -104,7 +104,7 @@ TEST(PrefetchLoaderTest, SameSeedSameBatchesOtherSeedOtherBatches) {
 
 TEST(PrefetchLoaderTest, ADatasetExceptionReachesTheConsumerAtItsBatch) {
   DistributedSampler sampler = make_sampler(60, 1);
-  const Batches expected = sampler_batches(60, 1, 0, 4);
+  const LoadedBatches expected = sampler_batches(60, 1, 0, 4);
   const size_t failing = 3;
   const size_t poisoned = static_cast<size_t>(expected[failing].front());
   PrefetchLoader loader(
