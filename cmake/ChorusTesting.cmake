@@ -21,6 +21,7 @@ function(chorus_add_unit_test name)
   # Unit tests exercise the runtime's parts, not the runtime.
   target_link_libraries(${name} PRIVATE chorus chorus_ops chorus_autotune GTest::gtest GTest::gmock GTest::gtest_main)
   chorus_set_warnings(${name})
+  target_precompile_headers(${name} REUSE_FROM chorus_unit_test_pch)  # test/CMakeLists.txt
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS unit ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
 endfunction()
