@@ -15,7 +15,7 @@ include(CMakePackageConfigHelpers)
 set(CHORUS_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Chorus")
 
 # The core package: the runtime, its layers, and the tune library.
-set(chorus_internal_layers chorus_base chorus_protocol chorus_autotune chorus_ops)
+set(chorus_internal_layers chorus_base chorus_protocol chorus_autotune chorus_contracts chorus_ops)
 if(CHORUS_WITH_CUDA)
   list(APPEND chorus_internal_layers chorus_cuda)
 endif()

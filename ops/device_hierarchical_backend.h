@@ -52,7 +52,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/device.h"
+#include "contracts/device.h"
 #include "ops/forwarding_backend.h"
 #include "ops/hierarchical_selection.h"
 

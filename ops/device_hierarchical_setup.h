@@ -7,7 +7,7 @@
 //
 // Device-neutral: the caller says how a level's backend is made from its
 // communicator (on a GPU: NCCL over the host's ranks and the host-staged
-// backend over the hosts, ops/cuda/gpu_hierarchical.h; in tests: the
+// backend over the hosts, ops/gpu/gpu_hierarchical.h; in tests: the
 // asynchronous test device's backend over each), and which host each rank
 // is on (Topology::node; tests pass pretend hosts).
 #pragma once
@@ -20,8 +20,8 @@
 
 #include "base/topology.h"
 #include "chorus/status.h"
-#include "ops/backend.h"
-#include "ops/device.h"
+#include "contracts/backend.h"
+#include "contracts/device.h"
 #include "ops/hierarchical_selection.h"
 
 namespace chorus {

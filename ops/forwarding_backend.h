@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/backend.h"
+#include "contracts/backend.h"
 #include "ops/host_backend.h"
 
 namespace chorus {

@@ -7,7 +7,7 @@
 // adapter between the two.
 #pragma once
 
-#include "ops/backend.h"
+#include "contracts/backend.h"
 #include "ops/kernels/host_device.h"
 
 namespace chorus {

@@ -12,7 +12,7 @@
 
 #include "chorus/status.h"
 #include "base/config.h"
-#include "ops/backend.h"
+#include "contracts/backend.h"
 #include "base/topology.h"
 
 namespace chorus {

@@ -1,7 +1,7 @@
 #include "ops/local_peers.h"
 
 #include "base/launcher_rendezvous.h"
-#include "ops/shm/process_liveness.h"
+#include "ops/process_liveness.h"
 
 namespace chorus {
 

@@ -18,7 +18,7 @@
 #include "base/config.h"
 #include "base/topology.h"
 #include "chorus/status.h"
-#include "ops/backend_registry.h"
+#include "contracts/backend_registry.h"
 #include "ops/mpi/mpi_datatypes.h"
 
 namespace chorus {

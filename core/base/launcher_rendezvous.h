@@ -18,7 +18,7 @@ inline constexpr const char* kLauncherTokenVariable = "CHORUS_LAUNCHER_TOKEN";
 inline constexpr const char* kLauncherRankVariable = "CHORUS_LAUNCHER_RANK";
 
 // The exit status of a rank whose runtime ended the whole job
-// (ops/communication.h, abort_mpi_job): most often because a peer was lost,
+// (Communication::abort_job, core/contracts/communication.h): most often because a peer was lost,
 // so chorusrun ranks such an exit below a rank killed by a signal, which is
 // more likely the cause (sysexits' EX_SOFTWARE).
 inline constexpr int kJobAbortExitCode = 70;

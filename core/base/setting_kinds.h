@@ -29,7 +29,7 @@ enum class ShmProbeMode { kCached, kFresh, kOff };
 const char* shm_probe_mode_name(ShmProbeMode mode);
 
 // CHORUS_GPU_BACKEND: what runs the collectives of GPU memory
-// (ops/gpu_plan.h): NCCL when it can, else host-staged (auto); NCCL or
+// (ops/gpu/gpu_plan.h): NCCL when it can, else host-staged (auto); NCCL or
 // nothing (nccl); always through host memory (staged).
 enum class GpuBackendMode { kAuto, kNccl, kStaged };
 const char* gpu_backend_mode_name(GpuBackendMode mode);

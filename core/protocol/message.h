@@ -30,7 +30,7 @@ enum class OpType : uint8_t {
   // the global set that needs no other rank; set_id is the set, error the
   // member's reason. The coordinator answers it in the cycle it arrives.
   kFailProcessSet,
-  // Point-to-point (ops/point_to_point.h): never negotiated; they name the
+  // Point-to-point (core/contracts/point_to_point.h): never negotiated; they name the
   // handles of send_async() and recv_async().
   kSend,
   kRecv,

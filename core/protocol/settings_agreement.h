@@ -14,7 +14,7 @@
 //                 inspector, the timeline and the autotuner's search.
 //   this rank's   each rank's own (its log level, its heartbeat addresses,
 //                 its GPU; which ranks then share a GPU is learnt at init
-//                 and decided alike on every rank: ops/gpu_plan.h).
+//                 and decided alike on every rank: ops/gpu/gpu_plan.h).
 //   tuned         what the autotuner changes while the job runs (fusion
 //                 threshold, cycle time, allreduce algorithm) is rank 0's
 //                 choice, which every rank applies in the same negotiation

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "chorus/event.h"
-#include "ops/work.h"
+#include "contracts/work.h"
 #include "runtime/tensor_entry.h"
 
 namespace chorus {

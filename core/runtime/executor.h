@@ -4,7 +4,7 @@
 // "rank" and "size" are the set's (set ranks index its sorted members).
 //
 // It owns the data path around the collective, and does all of it through
-// the device's operations (ops/device.h), never touching memory itself:
+// the device's operations (core/contracts/device.h), never touching memory itself:
 // waiting for the inputs' producers, packing fused tensors into the device's
 // persistent fusion buffer and unpacking them, prescaling, zeros for a
 // joined rank, the integer average's division and an integer postscale, and
@@ -28,7 +28,7 @@
 #include "runtime/completion_queue.h"
 #include "runtime/fusion_buffer.h"
 #include "runtime/fusion_planner.h"
-#include "ops/backend_registry.h"
+#include "contracts/backend_registry.h"
 #include "runtime/tensor_entry.h"
 #include "runtime/tensor_queue.h"
 #include "runtime/timeline.h"
@@ -36,14 +36,6 @@
 
 namespace chorus {
 
-// Where a unit runs: the backends of its process set and this rank's place
-// in the set (for the global set: the job's backends, rank and size).
-struct SetPlace {
-  const BackendRegistry* backends = nullptr;
-  int rank = 0;  // this rank's set rank
-  int size = 1;
-  const std::vector<int>* ranks = nullptr;  // the members' job ranks; nullptr: every rank
-};
 // The place of this rank in a set; false when it is not a member.
 using SetResolver = std::function<bool(int32_t process_set, SetPlace* out)>;
 

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "chorus/status.h"
-#include "ops/device.h"
+#include "contracts/device.h"
 
 namespace chorus {
 

@@ -31,7 +31,7 @@ namespace detail {
 using BlockedWaiters = std::atomic<int>;
 
 // Work that advances only while a thread drives it: point-to-point transfers
-// (ops/point_to_point.h) progress in the threads that test or wait for them,
+// (core/contracts/point_to_point.h) progress in the threads that test or wait for them,
 // not on the background thread. A handle with a progress drives it in
 // wait(), wait_until() and test() until it is done.
 class HandleProgress {

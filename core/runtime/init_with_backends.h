@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "ops/backend_registry.h"
+#include "contracts/backend_registry.h"
 
 namespace chorus::detail {
 

@@ -1,6 +1,6 @@
 // The public point-to-point API (chorus.h): send_async/recv_async and their
 // blocking forms. No negotiation: the transfer is handed to the transport
-// (ops/point_to_point.h) on the calling thread, and its handle drives the
+// (core/contracts/point_to_point.h) on the calling thread, and its handle drives the
 // transport while it is tested or waited for.
 #include <memory>
 #include <string>

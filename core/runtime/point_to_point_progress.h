@@ -1,12 +1,12 @@
 // The progress of point-to-point handles: their waiters drive the transport
-// (ops/point_to_point.h) instead of sleeping until the background thread
+// (core/contracts/point_to_point.h) instead of sleeping until the background thread
 // completes them.
 #pragma once
 
 #include <memory>
 #include <utility>
 
-#include "ops/point_to_point.h"
+#include "contracts/point_to_point.h"
 #include "runtime/handle_state.h"
 
 namespace chorus {

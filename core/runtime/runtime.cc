@@ -21,7 +21,7 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
   if (!local.ok()) config = Config();  // communication still connects, to agree on failing
   set_log_level(config.log_level);
   std::unique_ptr<Communication> comm;
-  CHORUS_RETURN_IF_ERROR(Communication::connect(&comm));
+  CHORUS_RETURN_IF_ERROR(connect_communication(&comm));
   set_log_rank(comm->topology().rank);
   // init() is collective: a rank that cannot start (a bad CHORUS_* value in
   // its environment) or that disagrees with rank 0 on a setting every rank
@@ -44,7 +44,7 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
     options.interface = config.heartbeat_interface;
     CHORUS_RETURN_IF_ERROR(runtime->comm_->start_heartbeat(
         options,
-        [r = runtime.get()](const Status& why, const Heartbeat::LostPeer& peer) {
+        [r = runtime.get()](const Status& why, const LostPeer& peer) {
           // chorusrun --elastic learns which host to blame before the abort
           // ends every rank (a thread of its own: this one goes on at once).
           if (peer.rank >= 0) report_lost_to_launcher(peer.rank, peer.host_key);
@@ -91,10 +91,7 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
               *out = SetPlace{&comm_->backends(), topology().rank, topology().size, nullptr};
               return true;
             }
-            const ProcessSetComm* members = comm_->process_set(set);
-            if (members == nullptr) return false;
-            *out = SetPlace{&members->backends(), members->rank(), members->size(), &members->ranks()};
-            return true;
+            return comm_->process_set(set, out);
           },
           &timeline_, [this] { comm_->trigger()->wake_signal()->notify(); }) {}
 
@@ -277,7 +274,8 @@ bool Runtime::runs_here(const Response& response) const {
   // Sets are added and removed only by responses that fusion keeps in
   // order (fences), and no response of a set precedes its add: membership
   // as of now is membership at this response's point of the order.
-  return comm_->process_set(response.process_set) != nullptr;
+  SetPlace place;
+  return comm_->process_set(response.process_set, &place);
 }
 
 Status Runtime::add_process_set(const Response& added) {

@@ -19,10 +19,10 @@
 
 #include "autotune/autotuner.h"
 #include "base/config.h"
+#include "contracts/communication.h"
 #include "protocol/controller.h"
 #include "runtime/executor.h"
 #include "runtime/handle_state.h"
-#include "ops/communication.h"
 #include "runtime/process_set_table.h"
 #include "runtime/tensor_queue.h"
 #include "runtime/timeline.h"
@@ -172,7 +172,7 @@ class Runtime {
   std::thread thread_;
   // CHORUS_HEARTBEAT_TIMEOUT_SECONDS > 0 only. Last, so it is destroyed
   // first: its thread calls peer_lost().
-  std::unique_ptr<Heartbeat> heartbeat_;
+  std::unique_ptr<PeerWatch> heartbeat_;
 };
 
 }  // namespace chorus

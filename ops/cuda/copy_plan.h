@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/device.h"
+#include "contracts/device.h"
 
 namespace chorus {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/device.h"
+#include "contracts/device.h"
 
 namespace chorus {
 

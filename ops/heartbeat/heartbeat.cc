@@ -80,7 +80,7 @@ Status open_socket(const HeartbeatOptions& options, HeartbeatCard* card, int* so
 
 }  // namespace
 
-Status Heartbeat::start(SetupChannel& channel, const HeartbeatOptions& options, OnLost on_lost, EndJob end_job,
+Status Heartbeat::start(SetupChannel& channel, const HeartbeatOptions& options, OnPeerLost on_lost, EndJob end_job,
                         std::unique_ptr<Heartbeat>* out) {
   const int rank = channel.rank();
   const int size = channel.size();
@@ -123,7 +123,7 @@ Status Heartbeat::start(SetupChannel& channel, const HeartbeatOptions& options, 
 }
 
 Heartbeat::Heartbeat(const HeartbeatOptions& options, int rank, int size, uint64_t job, int socket,
-                     std::vector<HeartbeatCard> cards, std::vector<uint32_t> addresses, OnLost on_lost,
+                     std::vector<HeartbeatCard> cards, std::vector<uint32_t> addresses, OnPeerLost on_lost,
                      EndJob end_job)
     : options_(options),
       rank_(rank),

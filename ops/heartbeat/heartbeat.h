@@ -46,31 +46,17 @@
 #include <vector>
 
 #include "chorus/status.h"
+#include "contracts/communication.h"
 #include "ops/heartbeat/heartbeat_card.h"
 #include "ops/setup_channel.h"
 
 namespace chorus {
 
-struct HeartbeatOptions {
-  std::chrono::duration<double> timeout{30.0};
-  // CHORUS_HEARTBEAT_INTERFACE (heartbeat_card.h); empty: Open MPI's
-  // btl_tcp_if_include when set, else every interface.
-  std::string interface;
-  // From the loss to end_job.
-  std::chrono::duration<double> end_grace{2.0};
-};
-
-class Heartbeat {
+// The runtime's PeerWatch; its options and what it reports of a loss
+// (HeartbeatOptions, LostPeer, OnPeerLost) are core/contracts/communication.h's.
+class Heartbeat final : public PeerWatch {
  public:
   using Clock = std::chrono::steady_clock;
-  // Which rank was lost and its host as chorusrun --elastic names it
-  // (HeartbeatCard::host_key); rank -1 when a peer declared this rank lost.
-  struct LostPeer {
-    int rank = -1;
-    std::string host_key;
-  };
-  // Called once, on the heartbeat's thread, with why (naming the rank and host).
-  using OnLost = std::function<void(const Status& why, const LostPeer& peer)>;
   // Ends the whole job; must not depend on objects that may be gone (it may
   // run after the heartbeat was stopped).
   using EndJob = std::function<void(const std::string& reason)>;
@@ -78,24 +64,24 @@ class Heartbeat {
   // Collective over `channel` (every rank of the job): exchanges the cards
   // and starts the thread. Fails on every rank when one cannot (no usable
   // interface, a socket error), naming the ranks.
-  static Status start(SetupChannel& channel, const HeartbeatOptions& options, OnLost on_lost, EndJob end_job,
+  static Status start(SetupChannel& channel, const HeartbeatOptions& options, OnPeerLost on_lost, EndJob end_job,
                       std::unique_ptr<Heartbeat>* out);
-  ~Heartbeat();
+  ~Heartbeat() override;
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
 
   // Says goodbye to the watcher and stops the thread. Idempotent.
-  void stop();
+  void stop() override;
   // Whether a peer was lost; why.
-  bool lost() const { return lost_.load(std::memory_order_acquire); }
-  Status lost_reason() const;
+  bool lost() const override { return lost_.load(std::memory_order_acquire); }
+  Status lost_reason() const override;
 
  private:
   enum class Kind : uint32_t { kBeat = 1, kLost = 2, kBye = 3 };
   struct Datagram;
 
   Heartbeat(const HeartbeatOptions& options, int rank, int size, uint64_t job, int socket,
-            std::vector<HeartbeatCard> cards, std::vector<uint32_t> addresses, OnLost on_lost, EndJob end_job);
+            std::vector<HeartbeatCard> cards, std::vector<uint32_t> addresses, OnPeerLost on_lost, EndJob end_job);
   void run();
   void send(Kind kind, int to, int subject, double silent_seconds);
   // Reads every datagram waiting; updates what the loop watches.
@@ -112,7 +98,7 @@ class Heartbeat {
   const int wake_fd_;   // an eventfd: stop() ends the thread's poll
   const std::vector<HeartbeatCard> cards_;
   const std::vector<uint32_t> addresses_;  // where to send to each rank
-  const OnLost on_lost_;
+  const OnPeerLost on_lost_;
   const EndJob end_job_;
   const int predecessor_;
   const int successor_;

@@ -3,7 +3,7 @@
 // done, and waiting for a producer's event waits on the host.
 #pragma once
 
-#include "ops/device.h"
+#include "contracts/device.h"
 
 namespace chorus {
 

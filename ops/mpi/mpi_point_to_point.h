@@ -39,7 +39,7 @@
 #include "ops/local_peers.h"
 #include "ops/mpi/mpi_request_wait.h"
 #include "ops/mpi/p2p_header.h"
-#include "ops/point_to_point.h"
+#include "contracts/point_to_point.h"
 
 namespace chorus {
 

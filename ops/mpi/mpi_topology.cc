@@ -10,7 +10,7 @@
 #include "base/logging.h"
 #include "base/node_topology.h"
 #include "ops/mpi/mpi_datatypes.h"
-#include "ops/shm/process_liveness.h"
+#include "ops/process_liveness.h"
 
 namespace chorus {
 

@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/backend.h"
-#include "ops/backend_registry.h"
+#include "contracts/backend.h"
+#include "contracts/backend_registry.h"
 #include "ops/cuda/cuda_device.h"
 #include "ops/nccl/nccl_communicator.h"
 #include "ops/nccl/nccl_types.h"
@@ -145,10 +145,10 @@ Status make_nccl_backend(std::shared_ptr<CudaDevice> device, std::unique_ptr<Bac
 Status make_nccl_backend(MPI_Comm group, std::shared_ptr<CudaDevice> device, std::unique_ptr<Backend> transport,
                          const NcclOptions& options, std::unique_ptr<Backend>* out);
 
-// A BackendMaker (ops/backend_registry.h) for the NCCL backend on GPU
+// A BackendMaker (core/contracts/backend_registry.h) for the NCCL backend on GPU
 // `device_index`: makes the CudaDevice, then make_nccl_backend. A rank whose
 // GPU cannot be set up still takes part in the set-up's agreement, so every
-// rank fails, naming it, instead of waiting for it. For Communication::start
+// rank fails, naming it, instead of waiting for it. For MpiCommunication::start
 // and for tests that run the runtime over NCCL (detail::init_with_backends).
 BackendMaker nccl_backend_maker(int device_index, const NcclOptions& options = {});
 

@@ -23,7 +23,7 @@
 
 #include "ops/cuda/cuda_event.h"
 #include "ops/nccl/nccl_communicator.h"
-#include "ops/work.h"
+#include "contracts/work.h"
 
 namespace chorus {
 

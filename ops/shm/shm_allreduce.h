@@ -67,7 +67,7 @@
 
 #include "chorus/status.h"
 #include "chorus/types.h"
-#include "ops/backend.h"
+#include "contracts/backend.h"
 #include "ops/shm/shm_group.h"
 
 namespace chorus {

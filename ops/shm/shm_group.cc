@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/shm/process_liveness.h"
+#include "ops/process_liveness.h"
 
 namespace chorus {
 namespace {

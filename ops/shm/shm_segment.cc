@@ -12,7 +12,7 @@
 #include <cstring>
 #include <random>
 
-#include "ops/shm/process_liveness.h"
+#include "ops/process_liveness.h"
 
 namespace chorus {
 namespace {

@@ -9,7 +9,7 @@
 #include <ctime>
 
 #include "base/futex.h"
-#include "ops/shm/process_liveness.h"
+#include "ops/process_liveness.h"
 
 namespace chorus {
 

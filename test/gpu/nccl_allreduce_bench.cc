@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
   }
   if (!chorus::supports(chorus::Device::cuda(gpu))) {
     fail(rank, "this build's Chorus runtime has no backend for tensors on cuda:" + std::to_string(gpu) +
-                   " (is the NCCL backend registered in Communication::start?)", 4);
+                   " (is the NCCL backend registered in MpiCommunication::start?)", 4);
   }
   const float ranks = static_cast<float>(size);
   check_cuda(rank, "cudaMemset", cudaMemset(output, 0, count * sizeof(float)));

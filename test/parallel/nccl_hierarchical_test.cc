@@ -1,4 +1,4 @@
-// The hierarchical allreduce on GPU memory (ops/cuda/gpu_hierarchical.h,
+// The hierarchical allreduce on GPU memory (ops/gpu/gpu_hierarchical.h,
 // ops/device_hierarchical_backend.h), with this job's ranks divided into
 // pretend hosts (np 2: 2 x 1; np 4: 2 x 2 in blocks). Each test says what it
 // needs and skips without it:
@@ -30,8 +30,8 @@
 #include <cuda_runtime_api.h>
 
 #include "ops/cuda/cuda_device.h"
-#include "ops/cuda/gpu_hierarchical.h"
-#include "ops/cuda/staged_backend.h"
+#include "ops/gpu/gpu_hierarchical.h"
+#include "ops/gpu/staged_backend.h"
 #include "ops/device_hierarchical_backend.h"
 #include "ops/device_hierarchical_setup.h"
 #include "ops/mpi/mpi_backend.h"

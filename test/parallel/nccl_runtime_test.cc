@@ -1,6 +1,6 @@
 // The runtime over the NCCL backend: tensors in GPU memory through the
 // public API, the backend registered with nccl_backend_maker (as
-// Communication::start will register it) through detail::init_with_backends.
+// MpiCommunication::start will register it) through detail::init_with_backends.
 // The executor packs and unpacks fused tensors on the CudaDevice's stream,
 // NCCL reduces there, and handles complete once the stream is past them;
 // every result is copied back once its handle is done (or its completion

@@ -1,4 +1,4 @@
-// The host-staged GPU backend (ops/cuda/staged_backend.h): every collective
+// The host-staged GPU backend (ops/gpu/staged_backend.h): every collective
 // on device memory, against the same collective run by the host's MPI
 // backend on the same data in host memory. The staged backend runs that very
 // backend on its staging buffers, so the bits must be identical: for every
@@ -27,7 +27,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ops/cuda/cuda_device.h"
-#include "ops/cuda/staged_backend.h"
+#include "ops/gpu/staged_backend.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_datatypes.h"
 #include "support/staged_gpu.h"

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "ops/backend.h"
+#include "contracts/backend.h"
 
 namespace chorus {
 namespace {

@@ -1,4 +1,4 @@
-// The contract of DeviceOps (ops/device.h), which every device passes: the
+// The contract of DeviceOps (core/contracts/device.h), which every device passes: the
 // host (HostDevice), the asynchronous test device, whose stream runs the
 // work later on a thread of its own, and in a build with CUDA the GPU
 // (CudaDevice on cuda:0; its cases skip when no GPU is visible). Results are

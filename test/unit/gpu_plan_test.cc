@@ -1,17 +1,17 @@
-// The GPU decisions that need no GPU (ops/gpu_plan.h): which device a rank
+// The GPU decisions that need no GPU (ops/gpu/gpu_plan.h): which device a rank
 // binds to, the wire record of what it reports, which ranks share a GPU, and
 // what runs GPU collectives for every CHORUS_GPU_BACKEND; and the registry's
 // refusal of a device it has no backend for.
-#include "ops/gpu_plan.h"
+#include "ops/gpu/gpu_plan.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "ops/backend_registry.h"
+#include "contracts/backend_registry.h"
 #ifdef CHORUS_WITH_CUDA
-#include "ops/cuda/cuda_binding.h"
+#include "ops/gpu/cuda_binding.h"
 #endif
 
 namespace chorus {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "base/config.h"
-#include "ops/shm/process_liveness.h"
+#include "ops/process_liveness.h"
 #include "ops/shm/shm_segment.h"
 #include "ops/shm/shm_selection.h"
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "hierarchical_reference.h"
-#include "ops/backend.h"
-#include "ops/device.h"
+#include "contracts/backend.h"
+#include "contracts/device.h"
 
 namespace chorus_test {
 

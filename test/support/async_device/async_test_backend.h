@@ -15,8 +15,8 @@
 #include <string>
 
 #include "async_test_device.h"
-#include "ops/backend.h"
-#include "ops/backend_registry.h"
+#include "contracts/backend.h"
+#include "contracts/backend_registry.h"
 
 namespace chorus_test {
 

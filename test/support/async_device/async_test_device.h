@@ -18,7 +18,7 @@
 #include <mutex>
 #include <thread>
 
-#include "ops/device.h"
+#include "contracts/device.h"
 
 namespace chorus_test {
 

@@ -1,7 +1,7 @@
 // The hierarchical allreduce of GPU memory (ops/device_hierarchical_backend.h)
 // built from the GPU's pieces: NCCL over the ranks of each host for the
 // reduce-scatter and the allgather, the host-staged backend
-// (ops/cuda/staged_backend.h: device to pinned host memory, MPI in a host
+// (ops/gpu/staged_backend.h: device to pinned host memory, MPI in a host
 // function on the stream, back to the device) over the ranks with the same
 // local rank for the cross-host step, and the flat NCCL backend over every
 // rank for the rest, all on one CudaDevice's stream. Built with NCCL only.
@@ -13,7 +13,7 @@
 
 #include "base/topology.h"
 #include "chorus/status.h"
-#include "ops/backend.h"
+#include "contracts/backend.h"
 #include "ops/cuda/cuda_device.h"
 #include "ops/hierarchical_selection.h"
 #include "ops/nccl/nccl_backend.h"

@@ -1,7 +1,7 @@
 // StagedBackend: the collectives of one GPU's memory, run through host
 // memory by a host backend (MPI). It serves jobs that cannot use NCCL: two
 // ranks bound to one GPU (NCCL refuses them), a build without NCCL, or
-// CHORUS_GPU_BACKEND=staged (ops/gpu_plan.h decides).
+// CHORUS_GPU_BACKEND=staged (ops/gpu/gpu_plan.h decides).
 //
 // Each collective is queued on the device's stream, behind the executor's
 // packing and before its unpacking, and the background thread never waits
@@ -45,7 +45,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/backend.h"
+#include "contracts/backend.h"
 #include "ops/cuda/cuda_device.h"
 
 namespace chorus {

@@ -1,7 +1,7 @@
 // Which GPU each rank binds to, and what runs the collectives of GPU memory
 // in a job: the decisions, as pure functions of what the ranks report, so
 // that they are tested without a GPU and give the same answer on every rank.
-// ops/cuda/gpu_backends.cc gathers the reports and acts on the plan.
+// ops/gpu/gpu_backends.cc gathers the reports and acts on the plan.
 //
 // The rules (docs/DESIGN.md, "GPUs: binding, shared GPUs and the
 // host-staged path"):

@@ -1,4 +1,4 @@
-#include "ops/backend_registry.h"
+#include "contracts/backend_registry.h"
 
 namespace chorus {
 

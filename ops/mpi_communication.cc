@@ -1,4 +1,4 @@
-#include "ops/communication.h"
+#include "ops/mpi_communication.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,19 +16,27 @@
 #include "ops/mpi/mpi_topology.h"
 #include "base/launcher_rendezvous.h"
 #include "base/logging.h"
+#include "ops/heartbeat/heartbeat.h"
 #include "ops/host_transport.h"
 #include "ops/shm/shm_controller_transport.h"
 #include "ops/shm/shm_cycle_trigger.h"
 #include "ops/shm/shm_group.h"
-#include "ops/gpu_plan.h"
+#include "ops/gpu/gpu_plan.h"
 #ifdef CHORUS_WITH_CUDA
-#include "ops/cuda/gpu_backends.h"
+#include "ops/gpu/gpu_backends.h"
 #endif
 
 namespace chorus {
 
-Status Communication::connect(std::unique_ptr<Communication>* out) {
-  std::unique_ptr<Communication> comm(new Communication());
+Status connect_communication(std::unique_ptr<Communication>* out) {
+  std::unique_ptr<MpiCommunication> comm;
+  CHORUS_RETURN_IF_ERROR(MpiCommunication::connect(&comm));
+  *out = std::move(comm);
+  return Status::OK();
+}
+
+Status MpiCommunication::connect(std::unique_ptr<MpiCommunication>* out) {
+  std::unique_ptr<MpiCommunication> comm(new MpiCommunication());
   CHORUS_RETURN_IF_ERROR(MpiContext::create(&comm->mpi_));
   comm->topology_ = comm->mpi_->topology();
   comm->transport_ = std::make_unique<MpiControllerTransport>(comm->mpi_->control_comm());
@@ -37,7 +45,7 @@ Status Communication::connect(std::unique_ptr<Communication>* out) {
   return Status::OK();
 }
 
-Status Communication::start(const Config& agreed, const std::vector<BackendMaker>& custom) {
+Status MpiCommunication::start(const Config& agreed, const std::vector<BackendMaker>& custom) {
   agreed_ = agreed;
   MPI_Comm p2p_comm = MPI_COMM_NULL;
   CHORUS_RETURN_IF_ERROR(mpi_->new_comm(&p2p_comm));
@@ -71,7 +79,7 @@ Status Communication::start(const Config& agreed, const std::vector<BackendMaker
   return Status::OK();
 }
 
-Status Communication::add_gpu_backends(const Config& agreed) {
+Status MpiCommunication::add_gpu_backends(const Config& agreed) {
 #ifdef CHORUS_WITH_CUDA
   MpiSetupChannel channel(mpi_->control_comm());
   const TransportMaker new_transport = [this](std::unique_ptr<Backend>* out) {
@@ -90,7 +98,7 @@ Status Communication::add_gpu_backends(const Config& agreed) {
 #endif
 }
 
-void Communication::create_trigger(const Config& config, LocalPeers peers) {
+void MpiCommunication::create_trigger(const Config& config, LocalPeers peers) {
   if (topology_.nodes == 1) {
     // Nothing waits on the trigger's shared memory but the trigger itself,
     // whose waits check rank 0's liveness on their own.
@@ -109,7 +117,7 @@ void Communication::create_trigger(const Config& config, LocalPeers peers) {
   trigger_ = std::make_unique<MpiCycleTrigger>(mpi_->trigger_comm(), config.cycle_time_ms, std::move(peers));
 }
 
-void Communication::negotiate_through_shm(const Config& config) {
+void MpiCommunication::negotiate_through_shm(const Config& config) {
   // The controller's vector: three sections of one bit per cache slot, a
   // flags word and the autotuner's words (controller.h; 8 leaves room for
   // its 2 plus one per knob, 5 with today's 3 knobs); longer ones would go
@@ -131,7 +139,7 @@ void Communication::negotiate_through_shm(const Config& config) {
 }
 
 
-Status Communication::add_process_set(int32_t id, const std::vector<int>& ranks) {
+Status MpiCommunication::add_process_set(int32_t id, const std::vector<int>& ranks) {
   std::unique_ptr<ProcessSetComm> set;
   CHORUS_RETURN_IF_ERROR(
       ProcessSetComm::create(agreed_, topology_, split_parent_, &mpi_->types(), id, ranks, &set));
@@ -139,17 +147,24 @@ Status Communication::add_process_set(int32_t id, const std::vector<int>& ranks)
   return Status::OK();
 }
 
-const ProcessSetComm* Communication::process_set(int32_t id) const {
+bool MpiCommunication::process_set(int32_t id, SetPlace* out) const {
   auto it = process_sets_.find(id);
-  return it == process_sets_.end() ? nullptr : it->second.get();
+  if (it == process_sets_.end()) return false;
+  const ProcessSetComm& set = *it->second;
+  *out = SetPlace{&set.backends(), set.rank(), set.size(), &set.ranks()};
+  return true;
 }
 
-Status Communication::start_heartbeat(const HeartbeatOptions& options, Heartbeat::OnLost on_lost,
-                                      std::unique_ptr<Heartbeat>* out) {
+Status MpiCommunication::start_heartbeat(const HeartbeatOptions& options, OnPeerLost on_lost,
+                                         std::unique_ptr<PeerWatch>* out) {
   MpiSetupChannel channel(mpi_->control_comm());
   const int rank = topology_.rank;
-  return Heartbeat::start(channel, options, std::move(on_lost),
-                          [rank](const std::string& reason) { abort_mpi_job(rank, reason); }, out);
+  std::unique_ptr<Heartbeat> heartbeat;
+  CHORUS_RETURN_IF_ERROR(Heartbeat::start(channel, options, std::move(on_lost),
+                                          [rank](const std::string& reason) { abort_mpi_job(rank, reason); },
+                                          &heartbeat));
+  *out = std::move(heartbeat);
+  return Status::OK();
 }
 
 void abort_mpi_job(int rank, const std::string& reason) {
@@ -176,7 +191,7 @@ void abort_mpi_job_after(int rank, std::chrono::duration<double> grace, const st
   }).detach();
 }
 
-Communication::~Communication() {
+MpiCommunication::~MpiCommunication() {
   // Release everything that uses MPI before the context may finalize it.
   if (p2p_) {
     p2p_->close([](const TransferInfo& info) {

@@ -1,4 +1,4 @@
-#include "ops/cuda/cuda_binding.h"
+#include "ops/gpu/cuda_binding.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>

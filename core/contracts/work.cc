@@ -1,4 +1,4 @@
-#include "ops/work.h"
+#include "contracts/work.h"
 
 namespace chorus {
 namespace {

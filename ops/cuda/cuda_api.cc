@@ -1,21 +1,17 @@
-// The public CUDA helpers (chorus/cuda.h): thin, since the events are the
-// CUDA device's own (ops/cuda/cuda_event.h).
+// The public CUDA helpers (chorus/cuda.h) of a build with CUDA: thin, since
+// the events are the CUDA device's own (ops/cuda/cuda_event.h). A build
+// without CUDA has core/runtime/cuda_api_absent.cc instead.
 #include "chorus/cuda.h"
+
+#include <cuda_runtime_api.h>
 
 #include <string>
 
 #include "chorus/status.h"
-
-#ifdef CHORUS_WITH_CUDA
-#include <cuda_runtime_api.h>
-
 #include "ops/cuda/cuda_device.h"
 #include "ops/cuda/cuda_event.h"
-#endif
 
 namespace chorus {
-
-#ifdef CHORUS_WITH_CUDA
 
 bool cuda_built() { return true; }
 
@@ -34,23 +30,5 @@ void cuda_stream_wait(void* stream, const std::shared_ptr<const Event>& event) {
   }
   event->synchronize();
 }
-
-#else
-
-namespace {
-[[noreturn]] void no_cuda(const char* function) {
-  throw Error(Status::PreconditionFailed(std::string("chorus::") + function +
-                                         ": this build of Chorus has no CUDA support (built with "
-                                         "CHORUS_WITH_CUDA=OFF); rebuild it where the CUDA Toolkit is installed"));
-}
-}  // namespace
-
-bool cuda_built() { return false; }
-
-std::shared_ptr<const Event> cuda_event_on(void*) { no_cuda("cuda_event_on"); }
-
-void cuda_stream_wait(void*, const std::shared_ptr<const Event>&) { no_cuda("cuda_stream_wait"); }
-
-#endif
 
 }  // namespace chorus

@@ -13,7 +13,7 @@
 // Adding a backend: implement DeviceOps for the device (its stream, its
 // allocator, its kernels) and this interface with the transport's
 // collectives enqueued on that stream; return work whose test() asks the
-// stream. Register it in Communication::start ahead of the host backend.
+// stream. Register it in MpiCommunication::start ahead of the host backend.
 // ops/nccl/ is the worked example (docs/DESIGN.md, "The NCCL backend").
 #pragma once
 
@@ -23,8 +23,8 @@
 
 #include "chorus/status.h"
 #include "chorus/types.h"
-#include "ops/device.h"
-#include "ops/work.h"
+#include "contracts/device.h"
+#include "contracts/work.h"
 
 namespace chorus {
 

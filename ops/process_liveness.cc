@@ -1,4 +1,4 @@
-#include "ops/shm/process_liveness.h"
+#include "ops/process_liveness.h"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-#include "ops/backend.h"
+#include "contracts/backend.h"
 
 #include <algorithm>
 #include <cstdint>

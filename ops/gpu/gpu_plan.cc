@@ -1,4 +1,4 @@
-#include "ops/gpu_plan.h"
+#include "ops/gpu/gpu_plan.h"
 
 #include <algorithm>
 #include <cstring>

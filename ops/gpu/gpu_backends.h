@@ -1,7 +1,7 @@
 // The GPU backends of a build with CUDA: at init(), every rank binds to its
 // GPU, the ranks learn each other's (host, GPU UUID), and every rank registers
 // the same kind of backend for its GPU's memory: NCCL, the host-staged one,
-// or none (ops/gpu_plan.h has the rules; docs/DESIGN.md, "GPUs: binding,
+// or none (ops/gpu/gpu_plan.h has the rules; docs/DESIGN.md, "GPUs: binding,
 // shared GPUs and the host-staged path").
 #pragma once
 
@@ -13,8 +13,8 @@
 #include "base/config.h"
 #include "base/topology.h"
 #include "chorus/status.h"
-#include "ops/backend.h"
-#include "ops/backend_registry.h"
+#include "contracts/backend.h"
+#include "contracts/backend_registry.h"
 #include "ops/setup_channel.h"
 
 namespace chorus {
@@ -36,7 +36,7 @@ using CommMaker = std::function<Status(MPI_Comm* out)>;
 // Rank 0 logs the choice (at warning when ranks share a GPU or some have
 // none). On a job spanning hosts whose GPUs run NCCL, the hierarchical
 // backend goes in front of the flat NCCL one as CHORUS_HIERARCHICAL_ALLREDUCE
-// says (ops/cuda/gpu_hierarchical.h), on a communicator from `new_comm`.
+// says (ops/gpu/gpu_hierarchical.h), on a communicator from `new_comm`.
 Status add_gpu_backends(const Config& agreed, const Topology& topology, SetupChannel& channel,
                         const TransportMaker& new_transport, const CommMaker& new_comm, BackendRegistry* registry);
 

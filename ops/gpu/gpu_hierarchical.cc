@@ -1,8 +1,8 @@
-#include "ops/cuda/gpu_hierarchical.h"
+#include "ops/gpu/gpu_hierarchical.h"
 
 #include <utility>
 
-#include "ops/cuda/staged_backend.h"
+#include "ops/gpu/staged_backend.h"
 #include "ops/device_hierarchical_setup.h"
 #include "ops/mpi/mpi_datatypes.h"
 

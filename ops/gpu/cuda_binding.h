@@ -1,12 +1,12 @@
 // Which GPU this rank binds to, and what it reports about it to the other
-// ranks (ops/gpu_plan.h): the CUDA calls behind the plan, no collective.
+// ranks (ops/gpu/gpu_plan.h): the CUDA calls behind the plan, no collective.
 #pragma once
 
 #include <string>
 
 #include "base/config.h"
 #include "base/topology.h"
-#include "ops/gpu_plan.h"
+#include "ops/gpu/gpu_plan.h"
 
 namespace chorus {
 

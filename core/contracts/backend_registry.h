@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/backend.h"
+#include "contracts/backend.h"
 
 namespace chorus {
 
@@ -48,6 +48,15 @@ class BackendRegistry {
  private:
   std::vector<std::unique_ptr<Backend>> backends_;
   std::map<Device::Kind, std::string> explanations_;
+};
+
+// Where a unit runs: the backends of its process set and this rank's place
+// in the set (for the global set: the job's backends, rank and size).
+struct SetPlace {
+  const BackendRegistry* backends = nullptr;
+  int rank = 0;  // this rank's set rank
+  int size = 1;
+  const std::vector<int>* ranks = nullptr;  // the members' job ranks; nullptr: every rank
 };
 
 }  // namespace chorus

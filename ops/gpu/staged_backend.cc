@@ -1,4 +1,4 @@
-#include "ops/cuda/staged_backend.h"
+#include "ops/gpu/staged_backend.h"
 
 #include <algorithm>
 #include <chrono>

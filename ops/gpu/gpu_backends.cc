@@ -1,4 +1,4 @@
-#include "ops/cuda/gpu_backends.h"
+#include "ops/gpu/gpu_backends.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "base/logging.h"
-#include "ops/cuda/cuda_binding.h"
+#include "ops/gpu/cuda_binding.h"
 #include "ops/cuda/cuda_device.h"
-#include "ops/cuda/staged_backend.h"
-#include "ops/gpu_plan.h"
+#include "ops/gpu/staged_backend.h"
+#include "ops/gpu/gpu_plan.h"
 #ifdef CHORUS_WITH_NCCL
-#include "ops/cuda/gpu_hierarchical.h"
+#include "ops/gpu/gpu_hierarchical.h"
 #include "ops/nccl/nccl_backend.h"
 #endif
 
