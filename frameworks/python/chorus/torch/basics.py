@@ -70,6 +70,10 @@ _registered = {}  # id -> ProcessSet, the sets this process registered
 # say which rank it runs on.
 _topology = {}
 _TOPOLOGY = ("rank", "size", "local_rank", "local_size", "cross_rank", "cross_size")
+# What the modules above this one forget at shutdown() (mpi_ops: its pending
+# ops and the counts of unnamed ones), registered by them, so that this module
+# imports none of them.
+_on_shutdown = []
 
 
 def init(comm=None, process_sets=None):
@@ -95,11 +99,10 @@ def init(comm=None, process_sets=None):
 
 
 def shutdown():
-    from . import mpi_ops
     _chorus.shutdown()
     _topology.clear()
-    mpi_ops._handle_map.clear()
-    mpi_ops._noname_ids.clear()
+    for forget in _on_shutdown:
+        forget()
     for ps in _registered.values():
         ps.process_set_id = None
     _registered.clear()

@@ -1,6 +1,5 @@
 """Broadcast of parameters, optimizer state and Python objects, and the
 allgather of objects (horovod.torch.functions)."""
-import collections
 import io
 import pickle
 
@@ -41,7 +40,6 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     with one step on zero gradients (sparse ones for SparseAdam and for
     `model`'s sparse embeddings under SGD), so that parameters have .grad
     afterwards. The state dict is then sent whole, as one object."""
-    from .optimizer import _DistributedOptimizer
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("broadcast_optimizer_state does not support torch.optim.LBFGS (its state "
                          "holds closures' history, not per-parameter tensors)")
@@ -58,9 +56,11 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
                     if isinstance(optimizer, torch.optim.SparseAdam) or \
                             (isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
                         p.grad = p.grad.to_sparse()
-        if isinstance(optimizer, _DistributedOptimizer):
-            # The wrapped optimizer's own step: no gradient exchange.
-            super(_DistributedOptimizer, optimizer).step()
+        # A DistributedOptimizer's class names the optimizer it wraps
+        # (optimizer.py): that one's own step, with no gradient exchange.
+        wrapped = getattr(type(optimizer), "_chorus_wrapped", None)
+        if wrapped is not None:
+            wrapped.step(optimizer)
         else:
             optimizer.step()
     state_dict = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state",

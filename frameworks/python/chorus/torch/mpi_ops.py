@@ -9,7 +9,7 @@ import torch
 
 from chorus import _chorus
 from chorus import ChorusError, ChorusValueError
-from .basics import global_process_set, ProcessSet
+from .basics import _on_shutdown, global_process_set, ProcessSet
 from .basics import rank, size  # noqa: F401  (re-exported like Horovod's)
 from .compression import Compression
 
@@ -35,6 +35,14 @@ _handle_ids = itertools.count(1)
 # ranks skip (as around a join), or an op on a set that this rank is not in,
 # leaves the auto-names of later unnamed ops agreeing across ranks.
 _noname_ids = {}
+
+
+def _forget_ops():
+    _handle_map.clear()
+    _noname_ids.clear()
+
+
+_on_shutdown.append(_forget_ops)
 
 
 class _Pending:
