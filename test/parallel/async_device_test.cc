@@ -13,6 +13,7 @@
 
 #include "async_test_backend.h"
 #include "runtime/init_with_backends.h"
+#include "support/device_runtime_allreduces.h"
 #include "support/harness.h"
 #include "support/reference.h"
 
@@ -63,52 +64,11 @@ class DeviceRuntime {
   std::vector<std::shared_ptr<void>> owned_;
 };
 
-AllreduceOptions with(ReduceOp op, double prescale = 1.0, double postscale = 1.0) {
-  AllreduceOptions options;
-  options.op = op;
-  options.prescale_factor = prescale;
-  options.postscale_factor = postscale;
-  return options;
-}
-
-// Several allreduces of each dtype and op submitted together (fused when the
-// threshold allows), then each result against the reference.
+// The cases every device passes (support/device_runtime_allreduces.h).
 void expect_allreduces(DeviceRuntime& rt, const std::string& prefix) {
-  struct Case {
-    DataType dtype;
-    ReduceOp op;
-    double prescale, postscale;
-  };
-  const Case cases[] = {{DataType::kFloat32, ReduceOp::kSum, 1, 1},     {DataType::kFloat32, ReduceOp::kAverage, 1, 1},
-                        {DataType::kFloat64, ReduceOp::kMax, 1, 1},     {DataType::kInt32, ReduceOp::kAverage, 1, 1},
-                        {DataType::kInt64, ReduceOp::kSum, 1, 1},       {DataType::kFloat16, ReduceOp::kAverage, 1, 1},
-                        {DataType::kBFloat16, ReduceOp::kSum, 1, 1},    {DataType::kFloat32, ReduceOp::kSum, 0.5, 3},
-                        {DataType::kFloat64, ReduceOp::kAverage, 2, 0.25}};
-  struct Pending {
-    std::string name;
-    chorus::Tensor tensor;
-    std::vector<double> expected;
-    Handle handle;
-  };
-  std::vector<Pending> pending;
-  int index = 0;
-  for (const Case& c : cases) {
-    for (const chorus::Shape& shape : {chorus::Shape{5}, chorus::Shape{33, 7}, chorus::Shape{0}}) {
-      Pending& p = pending.emplace_back();
-      p.name = prefix + "." + std::to_string(index);
-      const auto inputs = make_inputs(c.dtype, shape, world_size(), index++, kSeed);
-      p.expected = reference_reduce(inputs, c.op, c.prescale, c.postscale);
-      p.tensor = rt.upload(inputs[world_rank()]);
-      const AllreduceOptions options = with(c.op, c.prescale, c.postscale);
-      p.handle = submit([&] { return chorus::allreduce_async(p.name, p.tensor, options); });
-    }
-  }
-  for (Pending& p : pending) {
-    SCOPED_TRACE(p.name);
-    ASSERT_DONE(p.handle);
-    Buffer result = rt.download(p.tensor);
-    EXPECT_TRUE(matches(result.tensor(), p.expected));
-  }
+  chorus_test::expect_allreduces(
+      prefix, common_allreduce_cases(), {chorus::Shape{5}, chorus::Shape{33, 7}, chorus::Shape{0}}, kSeed,
+      [&](const Buffer& b) { return rt.upload(b); }, [&](const chorus::Tensor& t) { return rt.download(t); });
 }
 
 TEST(AsyncDevice, AllreducesFusedAndAloneGiveTheReferenceResults) {
@@ -118,7 +78,7 @@ TEST(AsyncDevice, AllreducesFusedAndAloneGiveTheReferenceResults) {
   const auto inputs = make_inputs(DataType::kFloat32, {1000}, world_size(), 99, kSeed);
   for (int i = 0; i < 3; ++i) {
     chorus::Tensor t = rt.upload(inputs[world_rank()]);
-    chorus::allreduce("alone." + std::to_string(i), t, with(ReduceOp::kSum));
+    chorus::allreduce("alone." + std::to_string(i), t, allreduce_options(ReduceOp::kSum));
     EXPECT_TRUE(matches(rt.download(t).tensor(), reference_reduce(inputs, ReduceOp::kSum)));
   }
 }
@@ -198,7 +158,7 @@ TEST(AsyncDevice, CollectiveStartsAfterItsInputsProducer) {
     return chorus::Status::OK();
   });
   t.ready = producer.record();
-  chorus::allreduce("produced", t, with(ReduceOp::kSum));
+  chorus::allreduce("produced", t, allreduce_options(ReduceOp::kSum));
   EXPECT_TRUE(matches(rt.download(t).tensor(), reference_reduce(inputs, ReduceOp::kSum)));
 }
 
@@ -206,7 +166,7 @@ TEST(AsyncDevice, CompletionEventCoversTheResult) {
   DeviceRuntime rt(std::chrono::milliseconds(2));
   const auto inputs = make_inputs(DataType::kFloat64, {64}, world_size(), 8, kSeed);
   chorus::Tensor t = rt.upload(inputs[world_rank()]);
-  Handle handle = chorus::allreduce_async("evented", t, with(ReduceOp::kSum));
+  Handle handle = chorus::allreduce_async("evented", t, allreduce_options(ReduceOp::kSum));
   const std::shared_ptr<const chorus::Event> finished = handle.completion_event();
   ASSERT_NE(finished, nullptr);
   finished->synchronize();
@@ -223,8 +183,8 @@ TEST(AsyncDevice, HostAndDeviceCollectivesInOneCycle) {
   const auto inputs = make_inputs(DataType::kFloat32, {300}, world_size(), 9, kSeed);
   Buffer host = inputs[world_rank()];
   chorus::Tensor device = rt.upload(inputs[world_rank()]);
-  Handle on_device = chorus::allreduce_async("mixed.device", device, with(ReduceOp::kSum));
-  Handle on_host = chorus::allreduce_async("mixed.host", host.tensor(), with(ReduceOp::kSum));
+  Handle on_device = chorus::allreduce_async("mixed.device", device, allreduce_options(ReduceOp::kSum));
+  Handle on_host = chorus::allreduce_async("mixed.host", host.tensor(), allreduce_options(ReduceOp::kSum));
   EXPECT_DONE(on_host);
   EXPECT_DONE(on_device);
   EXPECT_TRUE(matches(host.tensor(), reference_reduce(inputs, ReduceOp::kSum)));
@@ -240,7 +200,7 @@ TEST(AsyncDevice, ShutdownWithWorkInFlightEndsEveryHandle) {
     DeviceRuntime rt(std::chrono::milliseconds(5), {{"CHORUS_FUSION_THRESHOLD", "0"}});
     for (int i = 0; i < 12; ++i) {
       tensors.push_back(rt.upload(inputs[world_rank()]));
-      handles.push_back(chorus::allreduce_async("inflight." + std::to_string(i), tensors.back(), with(ReduceOp::kSum)));
+      handles.push_back(chorus::allreduce_async("inflight." + std::to_string(i), tensors.back(), allreduce_options(ReduceOp::kSum)));
     }
     test_barrier();  // every rank has submitted before any leaves
   }  // shutdown(): negotiated work finishes on the device, the rest fails

@@ -17,6 +17,7 @@
 #include "ops/device_hierarchical_backend.h"
 #include "ops/device_hierarchical_setup.h"
 #include "runtime/init_with_backends.h"
+#include "support/device_runtime_allreduces.h"
 #include "support/harness.h"
 #include "support/reference.h"
 
@@ -92,52 +93,15 @@ class HierarchicalRuntime {
   std::vector<std::shared_ptr<void>> owned_;
 };
 
-AllreduceOptions with(ReduceOp op, double prescale = 1.0, double postscale = 1.0) {
-  AllreduceOptions options;
-  options.op = op;
-  options.prescale_factor = prescale;
-  options.postscale_factor = postscale;
-  return options;
-}
-
 // Tensors of every dtype and op submitted together (fused unless fusion is
 // off), then each result against the reference (small values: exact sums in
 // any order, so only the averages' and postscales' roundings show).
 void expect_allreduces(HierarchicalRuntime& rt, const std::string& prefix) {
-  struct Case {
-    DataType dtype;
-    ReduceOp op;
-    double prescale, postscale;
-  };
-  const Case cases[] = {{DataType::kFloat32, ReduceOp::kSum, 1, 1},     {DataType::kFloat32, ReduceOp::kAverage, 1, 1},
-                        {DataType::kFloat64, ReduceOp::kMax, 1, 1},     {DataType::kInt32, ReduceOp::kAverage, 1, 1},
-                        {DataType::kInt8, ReduceOp::kMin, 1, 1},        {DataType::kFloat16, ReduceOp::kAverage, 1, 1},
-                        {DataType::kBFloat16, ReduceOp::kSum, 1, 1},    {DataType::kFloat32, ReduceOp::kSum, 0.5, 3},
-                        {DataType::kFloat64, ReduceOp::kAverage, 2, 0.25}};
-  struct Pending {
-    std::string name;
-    chorus::Tensor tensor;
-    std::vector<double> expected;
-    Handle handle;
-  };
-  std::vector<Pending> pending;
-  int index = 0;
-  for (const Case& c : cases) {
-    for (const chorus::Shape& shape : {chorus::Shape{5}, chorus::Shape{33, 7}, chorus::Shape{0}, chorus::Shape{1}}) {
-      Pending& p = pending.emplace_back();
-      p.name = prefix + "." + std::to_string(index);
-      const auto inputs = make_inputs(c.dtype, shape, world_size(), index++, kSeed);
-      p.expected = reference_reduce(inputs, c.op, c.prescale, c.postscale);
-      p.tensor = rt.upload(inputs[static_cast<size_t>(world_rank())]);
-      const AllreduceOptions options = with(c.op, c.prescale, c.postscale);
-      p.handle = submit([&] { return chorus::allreduce_async(p.name, p.tensor, options); });
-    }
-  }
-  for (Pending& p : pending) {
-    SCOPED_TRACE(p.name);
-    ASSERT_DONE(p.handle);
-    EXPECT_TRUE(matches(rt.download(p.tensor).tensor(), p.expected));
-  }
+  std::vector<AllreduceCase> cases = common_allreduce_cases();
+  cases[4] = {DataType::kInt8, ReduceOp::kMin};  // instead of int64's sum
+  chorus_test::expect_allreduces(
+      prefix, cases, {chorus::Shape{5}, chorus::Shape{33, 7}, chorus::Shape{0}, chorus::Shape{1}}, kSeed,
+      [&](const Buffer& b) { return rt.upload(b); }, [&](const chorus::Tensor& t) { return rt.download(t); });
 }
 
 TEST(DeviceHierarchicalRuntime, AllreducesFusedAndAlone) {
@@ -148,7 +112,7 @@ TEST(DeviceHierarchicalRuntime, AllreducesFusedAndAlone) {
   const auto inputs = make_inputs(DataType::kFloat32, {100003}, world_size(), 500, kSeed);
   chorus::Tensor in = rt.upload(inputs[static_cast<size_t>(world_rank())]);
   chorus::Tensor out = rt.upload(Buffer(DataType::kFloat32, {100003}));
-  chorus::grouped_allreduce("large", {in}, {out}, with(ReduceOp::kAverage));
+  chorus::grouped_allreduce("large", {in}, {out}, allreduce_options(ReduceOp::kAverage));
   EXPECT_TRUE(matches(rt.download(out).tensor(), reference_reduce(inputs, ReduceOp::kAverage)));
 }
 

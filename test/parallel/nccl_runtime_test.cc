@@ -18,6 +18,7 @@
 
 #include "ops/nccl/nccl_backend.h"
 #include "runtime/init_with_backends.h"
+#include "support/device_runtime_allreduces.h"
 #include "support/harness.h"
 #include "support/nccl_job.h"
 #include "support/reference.h"
@@ -74,55 +75,18 @@ class NcclRuntimeTest : public ::testing::Test {
   }
 };
 
-AllreduceOptions with(ReduceOp op, double prescale = 1.0, double postscale = 1.0) {
-  AllreduceOptions options;
-  options.op = op;
-  options.prescale_factor = prescale;
-  options.postscale_factor = postscale;
-  return options;
-}
-
 // Allreduces of several dtypes and ops submitted together (fused when the
 // threshold allows), each against the reference.
 void expect_allreduces(GpuRuntime& rt, const std::string& prefix) {
-  struct Case {
-    DataType dtype;
-    ReduceOp op;
-    double prescale, postscale;
-  };
-  const Case cases[] = {{DataType::kFloat32, ReduceOp::kSum, 1, 1},     {DataType::kFloat32, ReduceOp::kAverage, 1, 1},
-                        {DataType::kFloat64, ReduceOp::kMax, 1, 1},     {DataType::kInt32, ReduceOp::kAverage, 1, 1},
-                        {DataType::kInt64, ReduceOp::kSum, 1, 1},       {DataType::kFloat16, ReduceOp::kAverage, 1, 1},
-                        {DataType::kBFloat16, ReduceOp::kSum, 1, 1},    {DataType::kFloat32, ReduceOp::kSum, 0.5, 3},
-                        {DataType::kFloat64, ReduceOp::kAverage, 2, 0.25}, {DataType::kUInt8, ReduceOp::kMin, 1, 1},
-                        {DataType::kInt8, ReduceOp::kProduct, 1, 1},
-                        // Integers scaled as Horovod does (the CUDA kernel of integer_scale.h).
-                        {DataType::kInt32, ReduceOp::kSum, 0.5, 3},     {DataType::kInt64, ReduceOp::kAverage, 3, 0.7}};
-  struct Pending {
-    std::string name;
-    chorus::Tensor tensor;
-    std::vector<double> expected;
-    Handle handle;
-  };
-  std::vector<Pending> pending;
-  int index = 0;
-  for (const Case& c : cases) {
-    for (const chorus::Shape& shape : {chorus::Shape{5}, chorus::Shape{33, 7}, chorus::Shape{0}}) {
-      Pending& p = pending.emplace_back();
-      p.name = prefix + "." + std::to_string(index);
-      const Values values = c.op == ReduceOp::kProduct ? Values::kProduct : Values::kSmall;
-      const auto inputs = make_inputs(c.dtype, shape, world_size(), index++, kSeed, values);
-      p.expected = reference_reduce(inputs, c.op, c.prescale, c.postscale);
-      p.tensor = rt.upload(inputs[world_rank()]);
-      const AllreduceOptions options = with(c.op, c.prescale, c.postscale);
-      p.handle = submit([&] { return chorus::allreduce_async(p.name, p.tensor, options); });
-    }
-  }
-  for (Pending& p : pending) {
-    SCOPED_TRACE(p.name);
-    ASSERT_DONE(p.handle);
-    EXPECT_TRUE(matches(GpuRuntime::download(p.tensor).tensor(), p.expected));
-  }
+  std::vector<AllreduceCase> cases = common_allreduce_cases();
+  cases.insert(cases.end(), {{DataType::kUInt8, ReduceOp::kMin},
+                             {DataType::kInt8, ReduceOp::kProduct},
+                             // Integers scaled as Horovod does (the CUDA kernel of integer_scale.h).
+                             {DataType::kInt32, ReduceOp::kSum, 0.5, 3},
+                             {DataType::kInt64, ReduceOp::kAverage, 3, 0.7}});
+  chorus_test::expect_allreduces(
+      prefix, cases, {chorus::Shape{5}, chorus::Shape{33, 7}, chorus::Shape{0}}, kSeed,
+      [&](const Buffer& b) { return rt.upload(b); }, [](const chorus::Tensor& t) { return GpuRuntime::download(t); });
 }
 
 TEST_F(NcclRuntimeTest, AllreducesFusedAndAloneGiveTheReferenceResults) {
@@ -133,7 +97,7 @@ TEST_F(NcclRuntimeTest, AllreducesFusedAndAloneGiveTheReferenceResults) {
   const auto inputs = make_inputs(DataType::kFloat32, {1 << 20}, world_size(), 99, kSeed);
   for (int i = 0; i < 3; ++i) {
     chorus::Tensor t = rt.upload(inputs[world_rank()]);
-    chorus::allreduce("alone", t, with(ReduceOp::kSum));
+    chorus::allreduce("alone", t, allreduce_options(ReduceOp::kSum));
     EXPECT_TRUE(matches(GpuRuntime::download(t).tensor(), reference_reduce(inputs, ReduceOp::kSum)));
   }
 }
@@ -230,7 +194,7 @@ TEST_F(NcclRuntimeTest, CollectiveStartsAfterItsInputsProducer) {
   std::shared_ptr<const chorus::CudaEvent> produced;
   ASSERT_TRUE(is_ok(chorus::CudaEvent::record(producer, &produced)));
   t.ready = produced;
-  chorus::allreduce("produced", t, with(ReduceOp::kSum));
+  chorus::allreduce("produced", t, allreduce_options(ReduceOp::kSum));
   EXPECT_TRUE(matches(GpuRuntime::download(t).tensor(), reference_reduce(inputs, ReduceOp::kSum)));
   cudaStreamDestroy(producer);
 }
@@ -240,7 +204,7 @@ TEST_F(NcclRuntimeTest, CompletionEventCoversTheResult) {
   ASSERT_TRUE(is_ok(rt.started()));
   const auto inputs = make_inputs(DataType::kFloat64, {1 << 16}, world_size(), 8, kSeed);
   chorus::Tensor t = rt.upload(inputs[world_rank()]);
-  Handle handle = chorus::allreduce_async("evented", t, with(ReduceOp::kSum));
+  Handle handle = chorus::allreduce_async("evented", t, allreduce_options(ReduceOp::kSum));
   const std::shared_ptr<const chorus::Event> finished = handle.completion_event();
   ASSERT_NE(finished, nullptr);
   finished->synchronize();
@@ -254,8 +218,8 @@ TEST_F(NcclRuntimeTest, HostAndGpuCollectivesInOneCycle) {
   const auto inputs = make_inputs(DataType::kFloat32, {300}, world_size(), 9, kSeed);
   Buffer host = inputs[world_rank()];
   chorus::Tensor gpu = rt.upload(inputs[world_rank()]);
-  Handle on_gpu = chorus::allreduce_async("mixed.gpu", gpu, with(ReduceOp::kSum));
-  Handle on_host = chorus::allreduce_async("mixed.host", host.tensor(), with(ReduceOp::kSum));
+  Handle on_gpu = chorus::allreduce_async("mixed.gpu", gpu, allreduce_options(ReduceOp::kSum));
+  Handle on_host = chorus::allreduce_async("mixed.host", host.tensor(), allreduce_options(ReduceOp::kSum));
   EXPECT_DONE(on_host);
   EXPECT_DONE(on_gpu);
   EXPECT_TRUE(matches(host.tensor(), reference_reduce(inputs, ReduceOp::kSum)));

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/device_runtime_allreduces.h"
 #include "support/harness.h"
 #include "support/reference.h"
 
@@ -42,14 +43,6 @@ using chorus::AllreduceOptions;
 using chorus::Handle;
 
 constexpr uint64_t kSeed = 0x57a9ed;
-
-AllreduceOptions with(ReduceOp op, double prescale = 1.0, double postscale = 1.0) {
-  AllreduceOptions options;
-  options.op = op;
-  options.prescale_factor = prescale;
-  options.postscale_factor = postscale;
-  return options;
-}
 
 // Chorus over the staged backend, for one test; `env` adds settings.
 class StagedRuntimeTest : public ::testing::Test {
@@ -92,43 +85,11 @@ class StagedRuntimeTest : public ::testing::Test {
   // Allreduces of several dtypes and ops submitted together (fused when the
   // threshold allows), each against the reference.
   void expect_allreduces(const std::string& prefix) {
-    struct Case {
-      DataType dtype;
-      ReduceOp op;
-      double prescale, postscale;
-    };
-    const Case cases[] = {
-        {DataType::kFloat32, ReduceOp::kSum, 1, 1},       {DataType::kFloat32, ReduceOp::kAverage, 1, 1},
-        {DataType::kFloat64, ReduceOp::kMax, 1, 1},       {DataType::kInt32, ReduceOp::kAverage, 1, 1},
-        {DataType::kInt64, ReduceOp::kSum, 1, 1},         {DataType::kFloat16, ReduceOp::kAverage, 1, 1},
-        {DataType::kBFloat16, ReduceOp::kSum, 1, 1},      {DataType::kFloat32, ReduceOp::kSum, 0.5, 3},
-        {DataType::kFloat64, ReduceOp::kAverage, 2, 0.25}, {DataType::kUInt8, ReduceOp::kMin, 1, 1},
-        {DataType::kInt8, ReduceOp::kProduct, 1, 1}};
-    struct Pending {
-      std::string name;
-      chorus::Tensor tensor;
-      std::vector<double> expected;
-      Handle handle;
-    };
-    std::vector<Pending> pending;
-    int index = 0;
-    for (const Case& c : cases) {
-      for (const chorus::Shape& shape : {chorus::Shape{5}, chorus::Shape{33, 7}, chorus::Shape{0}}) {
-        Pending& p = pending.emplace_back();
-        p.name = prefix + "." + std::to_string(index);
-        const Values values = c.op == ReduceOp::kProduct ? Values::kProduct : Values::kSmall;
-        const auto inputs = make_inputs(c.dtype, shape, world_size(), index++, kSeed, values);
-        p.expected = reference_reduce(inputs, c.op, c.prescale, c.postscale);
-        p.tensor = upload(inputs[static_cast<size_t>(world_rank())]);
-        const AllreduceOptions options = with(c.op, c.prescale, c.postscale);
-        p.handle = submit([&] { return chorus::allreduce_async(p.name, p.tensor, options); });
-      }
-    }
-    for (Pending& p : pending) {
-      SCOPED_TRACE(p.name);
-      ASSERT_DONE(p.handle);
-      EXPECT_TRUE(matches(download(p.tensor).tensor(), p.expected));
-    }
+    std::vector<AllreduceCase> cases = common_allreduce_cases();
+    cases.insert(cases.end(), {{DataType::kUInt8, ReduceOp::kMin}, {DataType::kInt8, ReduceOp::kProduct}});
+    chorus_test::expect_allreduces(
+        prefix, cases, {chorus::Shape{5}, chorus::Shape{33, 7}, chorus::Shape{0}}, kSeed,
+        [&](const Buffer& b) { return upload(b); }, [](const chorus::Tensor& t) { return download(t); });
   }
 
   chorus::Device gpu_;
@@ -144,7 +105,7 @@ TEST_F(StagedRuntimeTest, AllreducesFusedAndAloneGiveTheReferenceResults) {
   const auto inputs = make_inputs(DataType::kFloat32, {1 << 20}, world_size(), 99, kSeed);
   for (int i = 0; i < 2; ++i) {
     chorus::Tensor t = upload(inputs[static_cast<size_t>(world_rank())]);
-    chorus::allreduce("alone", t, with(ReduceOp::kSum));
+    chorus::allreduce("alone", t, allreduce_options(ReduceOp::kSum));
     EXPECT_TRUE(matches(download(t).tensor(), reference_reduce(inputs, ReduceOp::kSum)));
   }
 }
@@ -201,7 +162,7 @@ TEST_F(StagedRuntimeTest, ProducersAndConsumersOnOtherStreams) {
   const Buffer& mine = inputs[static_cast<size_t>(world_rank())];
   ASSERT_EQ(cudaMemcpyAsync(t.data, mine.data(), mine.bytes(), cudaMemcpyHostToDevice, producer), cudaSuccess);
   t.ready = chorus::cuda_event_on(producer);
-  Handle handle = chorus::allreduce_async("produced", t, with(ReduceOp::kSum));
+  Handle handle = chorus::allreduce_async("produced", t, allreduce_options(ReduceOp::kSum));
   Buffer result(DataType::kFloat32, {4096});
   chorus::cuda_stream_wait(producer, handle.completion_event());
   ASSERT_EQ(cudaMemcpyAsync(result.data(), t.data, result.bytes(), cudaMemcpyDeviceToHost, producer), cudaSuccess);
