@@ -5,7 +5,7 @@ find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 # xxHash (Debian's libxxhash-dev) checksums checked files and checkpoints
-# (core/runtime/checked_file.cc). Only its header: that file compiles the
+# (core/base/checked_file.cc). Only its header: that file compiles the
 # hash in (XXH_INLINE_ALL), so nothing links libxxhash and the installed
 # package does not need it.
 find_path(XXHASH_INCLUDE_DIR xxhash.h)
