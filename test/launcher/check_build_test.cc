@@ -14,7 +14,7 @@
 #include <regex>
 #include <string>
 
-#include "check_build.h"
+#include "about/check_build.h"
 
 namespace chorus::launcher {
 namespace {

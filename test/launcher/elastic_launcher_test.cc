@@ -16,11 +16,11 @@
 
 #include "chorus/elastic.h"
 #include "chorus_error_of.h"
-#include "elastic_policy.h"
-#include "host_discovery.h"
-#include "launch_options.h"
-#include "report_protocol.h"
-#include "usage_error.h"
+#include "elastic/elastic_policy.h"
+#include "elastic/host_discovery.h"
+#include "options/launch_options.h"
+#include "options/usage_error.h"
+#include "reports/report_protocol.h"
 
 namespace chorus::launcher {
 namespace {

@@ -1,10 +1,10 @@
-#include "host_list.h"
+#include "options/host_list.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "chorus_error_of.h"
-#include "usage_error.h"
+#include "options/usage_error.h"
 
 namespace chorus::launcher {
 namespace {

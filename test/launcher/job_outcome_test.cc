@@ -1,4 +1,4 @@
-#include "job_outcome.h"
+#include "running/job_outcome.h"
 
 #include <signal.h>
 
@@ -6,10 +6,10 @@
 
 #include "base/launcher_rendezvous.h"
 #include "chorus_error_of.h"
-#include "line_prefixer.h"
-#include "mpi_implementation.h"
-#include "report_protocol.h"
-#include "usage_error.h"
+#include "options/usage_error.h"
+#include "plan/mpi_implementation.h"
+#include "reports/report_protocol.h"
+#include "running/line_prefixer.h"
 
 namespace chorus::launcher {
 namespace {

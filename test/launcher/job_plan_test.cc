@@ -1,13 +1,13 @@
-#include "job_plan.h"
+#include "plan/job_plan.h"
 
 #include <algorithm>
 
 #include <gtest/gtest.h>
 
 #include "chorus_error_of.h"
-#include "openmpi_command.h"
-#include "slurm_command.h"
-#include "usage_error.h"
+#include "commands/openmpi_command.h"
+#include "commands/slurm_command.h"
+#include "options/usage_error.h"
 
 namespace chorus::launcher {
 namespace {

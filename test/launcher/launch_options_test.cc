@@ -1,11 +1,11 @@
-#include "launch_options.h"
+#include "options/launch_options.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "chorus_error_of.h"
-#include "runtime_settings.h"
-#include "usage_error.h"
+#include "options/runtime_settings.h"
+#include "options/usage_error.h"
 
 namespace chorus::launcher {
 namespace {

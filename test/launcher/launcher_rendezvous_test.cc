@@ -13,7 +13,7 @@
 #include <chrono>
 #include <map>
 
-#include "report_protocol.h"
+#include "reports/report_protocol.h"
 
 namespace chorus {
 namespace {

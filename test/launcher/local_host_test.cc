@@ -1,4 +1,4 @@
-#include "local_host.h"
+#include "plan/local_host.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // runtime flags made from the same rows: each flag passes every value at the
 // edges of what its variable accepts, and refuses those just beyond with the
 // variable's own text.
-#include "settings_page.h"
+#include "about/settings_page.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 
 #include "base/settings.h"
 #include "chorus_error_of.h"
-#include "launch_options.h"
-#include "runtime_settings.h"
-#include "usage_error.h"
+#include "options/launch_options.h"
+#include "options/runtime_settings.h"
+#include "options/usage_error.h"
 
 namespace chorus::launcher {
 namespace {

@@ -1,11 +1,11 @@
-#include "slurm_environment.h"
+#include "plan/slurm_environment.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "chorus_error_of.h"
-#include "usage_error.h"
+#include "options/usage_error.h"
 
 namespace chorus::launcher {
 namespace {
