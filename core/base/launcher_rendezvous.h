@@ -24,7 +24,7 @@ inline constexpr const char* kLauncherRankVariable = "CHORUS_LAUNCHER_RANK";
 inline constexpr int kJobAbortExitCode = 70;
 
 // The line init() sends: "init <token> <rank>\n". chorusrun parses it with
-// the same words (launcher/src/report_protocol.cc).
+// the same words (launcher/reports/report_protocol.cc).
 std::string launcher_init_message(const std::string& token, int rank);
 
 // Connects a TCP socket to host:port within timeout_ms; returns the
@@ -40,7 +40,7 @@ bool split_launcher_address(const std::string& address, std::string* host, int* 
 void report_init_to_launcher(const Config::Lookup& lookup = nullptr);
 
 // The line a rank sends when it saw another rank stop answering:
-// "lost <token> <rank> <lost rank> <host>\n" (report_protocol.h).
+// "lost <token> <rank> <lost rank> <host>\n" (launcher/reports/report_protocol.h).
 std::string launcher_lost_message(const std::string& token, int rank, int lost_rank, const std::string& host);
 
 // Tells chorusrun (when it started this rank: CHORUS_LAUNCHER_ADDRESS set)

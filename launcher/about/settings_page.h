@@ -2,7 +2,7 @@
 // (core/base/settings.def): every CHORUS_* variable with its default, what it
 // accepts, how ranks must agree on it, its chorusrun flag and its meaning.
 // chorus_settings_doc prints it; a test fails when the committed page
-// differs (settings_page_main.cc).
+// differs (launcher/settings_page_main.cc).
 #pragma once
 
 #include <string>

@@ -1,8 +1,8 @@
 // One run of a planned job: its report listener, the mpirun or srun command
 // with the rank wrappers, and the watch until it ends. chorusrun runs one;
-// chorusrun --elastic runs one per attempt (elastic_driver.*), each with a
-// listener and token of its own so that nothing of an earlier attempt is
-// mistaken for this one's.
+// chorusrun --elastic runs one per attempt (elastic/elastic_driver.*), each
+// with a listener and token of its own so that nothing of an earlier attempt
+// is mistaken for this one's.
 #pragma once
 
 #include <functional>

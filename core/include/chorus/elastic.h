@@ -1,5 +1,5 @@
 // What chorusrun --elastic and an elastic program agree on (the launcher in
-// launcher/src/elastic_*, the program through chorus::torch::ElasticState):
+// launcher/elastic/, the program through chorus::torch::ElasticState):
 // the variables chorusrun gives every rank and the exit status with which
 // ranks ask to be restarted. See docs/DESIGN.md, "Elastic training".
 #pragma once
