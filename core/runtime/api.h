@@ -1,5 +1,8 @@
-// Building the runtime's entries from public API calls: shared by the API's
-// files (api.cc, process_set_api.cc, ...), which check arguments first.
+// What the public API's files (api.cc, process_set_api.cc, timeline_api.cc,
+// point_to_point_api.cc) share, defined in api.cc, which owns the process's
+// runtime: a reference to it for the duration of one call, and turning a
+// call (its arguments checked first, runtime/argument_checks.h) into the
+// runtime's entries.
 #pragma once
 
 #include <memory>
@@ -11,6 +14,10 @@
 
 namespace chorus {
 namespace detail {
+
+// Throws chorus::Error when Chorus is not initialized, was shut down, or
+// has stopped (then saying why).
+std::shared_ptr<Runtime> running_runtime();
 
 // A request for `tensor`'s dtype, shape and device; the op's own fields
 // are the caller's to fill.
