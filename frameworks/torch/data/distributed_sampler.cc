@@ -4,51 +4,13 @@
 #include <torch/serialize/archive.h>
 
 #include <algorithm>
-#include <random>
 #include <string>
-#include <utility>
 
 #include "chorus/chorus.h"
+#include "chorus/epoch_permutation.h"
 
 namespace chorus {
 namespace torch {
-namespace {
-
-// SplitMix64's finaliser: spreads (seed, epoch) pairs that differ in one bit
-// over the whole 64-bit seed space of the generator.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [0, bound) by rejection. std::uniform_int_distribution's
-// algorithm is implementation-defined, and every rank (and every run, on any
-// standard library) must draw the same numbers.
-uint64_t uniform_below(std::mt19937_64& generator, uint64_t bound) {
-  // 2^64 mod bound: values below it would make small results more likely.
-  const uint64_t threshold = (0 - bound) % bound;
-  for (;;) {
-    const uint64_t r = generator();
-    if (r >= threshold) return r % bound;
-  }
-}
-
-// A permutation of [0, n) that depends only on (seed, epoch): Fisher-Yates
-// over std::mt19937_64, whose output sequence the C++ standard fixes.
-std::vector<int64_t> permutation(int64_t n, uint64_t seed, int64_t epoch) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  std::mt19937_64 generator(mix(seed ^ mix(static_cast<uint64_t>(epoch))));
-  for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(uniform_below(generator, static_cast<uint64_t>(i) + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-  }
-  return order;
-}
-
-}  // namespace
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, Options options, int num_replicas,
                                        int rank)
@@ -105,7 +67,7 @@ int64_t DistributedSampler::num_samples() const {
 std::vector<int64_t> DistributedSampler::indices() const {
   std::vector<int64_t> order;
   if (options_.shuffle) {
-    order = permutation(dataset_size_, options_.seed, epoch_);
+    order = epoch_permutation(dataset_size_, options_.seed, epoch_);
   } else {
     order.resize(static_cast<size_t>(dataset_size_));
     for (int64_t i = 0; i < dataset_size_; ++i) order[static_cast<size_t>(i)] = i;
