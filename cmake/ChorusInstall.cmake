@@ -47,8 +47,13 @@ install(EXPORT ChorusTargets NAMESPACE Chorus:: DESTINATION ${CHORUS_INSTALL_CMA
 # The torch component: its own export set, so that the package finds LibTorch
 # only for users who ask for it.
 if(CHORUS_WITH_TORCH)
+  # Chorus::torch links the front end's areas (frameworks/torch/CMakeLists.txt),
+  # each installed as Chorus::torch_<area>.
   set_target_properties(chorus_torch PROPERTIES EXPORT_NAME torch)
-  install(TARGETS chorus_torch
+  foreach(area binding data checkpoint pipeline)
+    set_target_properties(chorus_torch_${area} PROPERTIES EXPORT_NAME torch_${area})
+  endforeach()
+  install(TARGETS chorus_torch chorus_torch_binding chorus_torch_data chorus_torch_checkpoint chorus_torch_pipeline
     EXPORT ChorusTorchTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

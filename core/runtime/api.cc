@@ -1,18 +1,20 @@
 // The public C++ API: argument checks, building entries, and the one owner
-// of the process's Runtime.
+// of the process's Runtime (runtime/api.h says what the API's other files
+// use of it).
+#include "runtime/api.h"
+
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "runtime/argument_checks.h"
 #include "chorus/chorus.h"
 #include "runtime/init_with_backends.h"
 #include "base/launcher_rendezvous.h"
 #include "runtime/runtime.h"
-#include "runtime/running_runtime.h"
-#include "runtime/api_requests.h"
 
 namespace chorus {
 namespace {
@@ -147,7 +149,46 @@ Request allreduce_request(const std::string& name, const Tensor& input, const Al
 
 }  // namespace
 
-std::shared_ptr<Runtime> detail::running_runtime() { return runtime(); }
+namespace detail {
+
+std::shared_ptr<Runtime> running_runtime() { return runtime(); }
+
+Request base_request(const std::string& name, OpType op, const Tensor& tensor, int rank) {
+  Request request;
+  request.name = name;
+  request.op = op;
+  request.rank = rank;
+  request.dtype = tensor.dtype;
+  request.shape = tensor.shape;
+  request.device = tensor.device;
+  return request;
+}
+
+TensorEntry make_entry(Request request, const Tensor& input, const Tensor& output,
+                       std::shared_ptr<HandleState> handle) {
+  TensorEntry entry;
+  entry.request = std::move(request);
+  entry.input_data = input.data;
+  entry.output_data = output.data;
+  entry.ready = input.ready;
+  entry.handle = std::move(handle);
+  entry.enqueued = std::chrono::steady_clock::now();
+  return entry;
+}
+
+Handle submit(Runtime& rt, std::vector<TensorEntry> entries) {
+  Handle handle(entries.front().handle);
+  throw_if_error(rt.enqueue(std::move(entries)));
+  return handle;
+}
+
+Handle submit_one(Runtime& rt, TensorEntry&& entry) {
+  Handle handle(entry.handle);
+  throw_if_error(rt.enqueue(std::move(entry)));
+  return handle;
+}
+
+}  // namespace detail
 
 void init() { RuntimeOwner::instance().init(); }
 void init(const InitOptions& options) {

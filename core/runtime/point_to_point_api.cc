@@ -7,7 +7,7 @@
 
 #include "chorus/chorus.h"
 #include "runtime/argument_checks.h"
-#include "runtime/running_runtime.h"
+#include "runtime/api.h"
 
 namespace chorus {
 namespace {

@@ -6,9 +6,8 @@
 #include <vector>
 
 #include "chorus/chorus.h"
-#include "runtime/api_requests.h"
 #include "runtime/process_set_table.h"
-#include "runtime/running_runtime.h"
+#include "runtime/api.h"
 
 namespace chorus {
 

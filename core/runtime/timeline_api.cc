@@ -5,8 +5,7 @@
 #include <string>
 
 #include "chorus/chorus.h"
-#include "runtime/api_requests.h"
-#include "runtime/running_runtime.h"
+#include "runtime/api.h"
 
 namespace chorus {
 namespace {

@@ -12,8 +12,8 @@
 
 #include <torch/data/example.h>
 
-#include "chorus/torch/distributed_sampler.h"
-#include "chorus/torch/prefetch_loader.h"
+#include "chorus/torch/data/distributed_sampler.h"
+#include "chorus/torch/data/prefetch_loader.h"
 #include "mnist_idx.h"
 #include "train_options.h"
 

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "chorus/torch/checkpoint_manager.h"
+#include "chorus/torch/checkpoint/checkpoint_manager.h"
 
 namespace train_mnist {
 namespace {

@@ -1,5 +1,5 @@
 // What train_mnist puts in its checkpoints, on chorus::torch's checkpoint
-// library (chorus/torch/checkpoint.h, checkpoint_manager.h): the model
+// library (chorus/torch/checkpoint/checkpoint.h, checkpoint_manager.h): the model
 // (labelled "mlp" or "cnn" in its signature), Adam's state, the gradient
 // scaler's state and, as extras, the early-stopping state (which is the
 // training progress: one update per epoch) and the last test accuracy.
@@ -13,8 +13,8 @@
 
 #include <torch/optim/optimizer.h>
 
-#include "chorus/torch/checkpoint.h"
-#include "chorus/torch/early_stopping.h"
+#include "chorus/torch/checkpoint/checkpoint.h"
+#include "chorus/torch/checkpoint/early_stopping.h"
 #include "models.h"
 
 namespace train_mnist {

@@ -8,7 +8,7 @@
 
 #include "chorus/torch/autocast.h"
 #include "chorus/torch/distributed_optimizer.h"
-#include "chorus/torch/pipeline_schedule.h"
+#include "chorus/torch/pipeline/pipeline_schedule.h"
 #include "models.h"
 
 namespace train_mnist {

@@ -1,45 +1,11 @@
 #include "shard_sampler.h"
 
-#include <random>
 #include <string>
-#include <utility>
 
+#include "chorus/epoch_permutation.h"
 #include "example_error.h"
 
 namespace train_mnist_cuda {
-namespace {
-
-// SplitMix64's finaliser: spreads (seed, epoch) pairs that differ in one bit
-// over the whole seed space of the generator.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [0, bound): values below 2^64 mod bound are redrawn, so that
-// every result is equally likely.
-uint64_t uniform_below(std::mt19937_64& generator, uint64_t bound) {
-  const uint64_t threshold = (0 - bound) % bound;
-  for (;;) {
-    const uint64_t r = generator();
-    if (r >= threshold) return r % bound;
-  }
-}
-
-}  // namespace
-
-std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  std::mt19937_64 generator(mix(seed ^ mix(static_cast<uint64_t>(epoch))));
-  for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(uniform_below(generator, static_cast<uint64_t>(i) + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-  }
-  return order;
-}
 
 ShardSampler::ShardSampler(int64_t dataset_size, uint64_t seed, int ranks, int rank)
     : dataset_size_(dataset_size), seed_(seed), ranks_(ranks), rank_(rank) {
@@ -57,7 +23,7 @@ ShardSampler::ShardSampler(int64_t dataset_size, uint64_t seed, int ranks, int r
 }
 
 std::vector<int64_t> ShardSampler::indices(int64_t epoch) const {
-  const std::vector<int64_t> order = epoch_permutation(dataset_size_, seed_, epoch);
+  const std::vector<int64_t> order = chorus::epoch_permutation(dataset_size_, seed_, epoch);
   const int64_t total = samples_per_rank() * ranks_;
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(samples_per_rank()));

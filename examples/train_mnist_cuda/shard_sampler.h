@@ -1,8 +1,8 @@
 // ShardSampler: which training samples each rank takes in each epoch, the
 // same shards as train_mnist's chorus::torch::DistributedSampler with
 // shuffle on and padding off (that class lives in the LibTorch front end;
-// its arithmetic is repeated here without LibTorch, and
-// test/train_mnist_cuda/ checks the two agree when both are built).
+// both deal chorus::epoch_permutation, and test/train_mnist_cuda/ checks
+// the two agree when both are built).
 //
 // Every rank draws the same permutation of [0, dataset_size) from (seed,
 // epoch) and takes elements rank, rank + ranks, ... of its first
@@ -33,12 +33,6 @@ class ShardSampler {
   int ranks_;
   int rank_;
 };
-
-// The permutation of [0, n) for (seed, epoch): Fisher-Yates over
-// std::mt19937_64 (whose output the C++ standard fixes) seeded with
-// SplitMix64(seed ^ SplitMix64(epoch)), drawing bounded integers by rejection
-// (std::uniform_int_distribution's algorithm varies between libraries).
-std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch);
 
 // The test samples rank r evaluates: r, r + ranks, ... below dataset_size, so
 // the sums over all ranks cover the test set exactly once.

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "chorus/torch/model_signature.h"
+#include "chorus/torch/checkpoint/model_signature.h"
 #include "models.h"
 #include "progress.h"
 #include "run_summary.h"

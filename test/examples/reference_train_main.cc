@@ -13,8 +13,8 @@
 
 #include "checkpoint.h"
 #include "chorus/atomic_file.h"
-#include "chorus/torch/checkpoint.h"
-#include "chorus/torch/checkpoint_extras.h"
+#include "chorus/torch/checkpoint/checkpoint.h"
+#include "chorus/torch/checkpoint/checkpoint_extras.h"
 #include "chorus/torch/grad_scaler.h"
 #include "reference_training.h"
 

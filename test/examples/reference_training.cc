@@ -9,9 +9,9 @@
 #include <torch/torch.h>
 
 #include "chorus/checked_file.h"
-#include "chorus/torch/distributed_sampler.h"
-#include "chorus/torch/model_split.h"
-#include "chorus/torch/pipeline_schedule.h"
+#include "chorus/torch/data/distributed_sampler.h"
+#include "chorus/torch/pipeline/model_split.h"
+#include "chorus/torch/pipeline/pipeline_schedule.h"
 #include "chorus_average.h"
 
 namespace train_mnist_test {

@@ -9,7 +9,7 @@
 
 #include <torch/torch.h>
 
-#include "chorus/torch/model_split.h"
+#include "chorus/torch/pipeline/model_split.h"
 #include "reference_training.h"
 #include "train_mnist_fixture.h"
 

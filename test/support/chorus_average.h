@@ -3,7 +3,7 @@
 // rank's tensor times the prescale factor (when it is not 1), summed over the
 // ranks in rank order, ((t0 + t1) + t2) + ..., then times the result factor
 // (an average's postscale / size), each factor rounded to the tensor's dtype
-// first (core/runtime/executor_reductions.cc, ops/kernels/ordered_reduce.h,
+// first (core/runtime/executor.cc, ops/kernels/ordered_reduce.h,
 // ops/kernels/scale.h). On 2 ranks the order is moot: t0 + t1 == t1 + t0.
 //
 // Single-process references of data-parallel training average the replicas'

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <random>
 
-#include "chorus/torch/distributed_sampler.h"
+#include "chorus/torch/data/distributed_sampler.h"
 #include "mlp_layout.h"
 #include "reference_mlp.h"
 #include "shard_sampler.h"

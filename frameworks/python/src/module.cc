@@ -10,7 +10,7 @@
 #include "chorus/checked_file.h"
 #include "chorus/chorus.h"
 #include "chorus/elastic.h"
-#include "chorus/torch/elastic_commits.h"
+#include "chorus/torch/checkpoint/elastic_commits.h"
 #include "chorus/torch/ops.h"
 
 #ifdef CHORUS_PY_WITH_NCCL

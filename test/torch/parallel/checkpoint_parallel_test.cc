@@ -19,10 +19,10 @@
 
 #include <torch/torch.h>
 
-#include "chorus/torch/checkpoint.h"
-#include "chorus/torch/checkpoint_manager.h"
+#include "chorus/torch/checkpoint/checkpoint.h"
+#include "chorus/torch/checkpoint/checkpoint_manager.h"
 #include "chorus/torch/distributed_optimizer.h"
-#include "chorus/torch/early_stopping.h"
+#include "chorus/torch/checkpoint/early_stopping.h"
 #include "chorus/torch/state_broadcast.h"
 #include "support/harness.h"
 #include "chorus_error_of.h"

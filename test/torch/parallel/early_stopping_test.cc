@@ -10,7 +10,7 @@
 
 #include <torch/torch.h>
 
-#include "chorus/torch/early_stopping.h"
+#include "chorus/torch/checkpoint/early_stopping.h"
 #include "support/harness.h"
 
 namespace chorus_test {

@@ -22,7 +22,7 @@
 #include <torch/torch.h>
 
 #include "chorus/checked_file.h"
-#include "chorus/torch/elastic_state.h"
+#include "chorus/torch/checkpoint/elastic_state.h"
 #include "support/harness.h"
 #include "chorus_error_of.h"
 #include "torch_test_support.h"

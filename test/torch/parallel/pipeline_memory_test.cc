@@ -21,7 +21,7 @@
 #include <iostream>
 #include <string>
 
-#include "chorus/torch/pipeline.h"
+#include "chorus/torch/pipeline/pipeline.h"
 #include "cpu_tensor_bytes.h"
 #include "torch_test_support.h"
 

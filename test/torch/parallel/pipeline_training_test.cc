@@ -21,7 +21,7 @@
 
 #include "chorus/torch/distributed_optimizer.h"
 #include "chorus_average.h"
-#include "chorus/torch/pipeline.h"
+#include "chorus/torch/pipeline/pipeline.h"
 #include "torch_test_support.h"
 
 namespace chorus_torch_test {

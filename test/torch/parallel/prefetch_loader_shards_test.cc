@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "chorus/torch/distributed_sampler.h"
-#include "chorus/torch/prefetch_loader.h"
+#include "chorus/torch/data/distributed_sampler.h"
+#include "chorus/torch/data/prefetch_loader.h"
 #include "torch_test_support.h"
 
 namespace chorus_torch_test {

@@ -15,8 +15,8 @@
 
 #include <torch/torch.h>
 
-#include "chorus/torch/checkpoint.h"
-#include "chorus/torch/metric_mode.h"
+#include "chorus/torch/checkpoint/checkpoint.h"
+#include "chorus/torch/checkpoint/metric_mode.h"
 #include "chorus_error_of.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "chorus/status.h"
-#include "chorus/torch/distributed_sampler.h"
+#include "chorus/torch/data/distributed_sampler.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "chorus/torch/pipeline.h"
+#include "chorus/torch/pipeline/pipeline.h"
 #include "cpu_tensor_bytes.h"
 #include "in_process_stage_link.h"
 

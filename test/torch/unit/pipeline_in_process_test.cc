@@ -16,7 +16,7 @@
 #include <torch/torch.h>
 
 #include "chorus/status.h"
-#include "chorus/torch/pipeline.h"
+#include "chorus/torch/pipeline/pipeline.h"
 #include "in_process_stage_link.h"
 
 namespace chorus {

@@ -6,8 +6,8 @@
 #include <torch/torch.h>
 
 #include "chorus/status.h"
-#include "chorus/torch/model_split.h"
-#include "chorus/torch/pipeline_layout.h"
+#include "chorus/torch/pipeline/model_split.h"
+#include "chorus/torch/pipeline/pipeline_layout.h"
 
 namespace chorus {
 namespace torch {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "chorus/status.h"
-#include "chorus/torch/pipeline_schedule.h"
+#include "chorus/torch/pipeline/pipeline_schedule.h"
 
 namespace chorus {
 namespace torch {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "chorus/torch/pipeline_trace.h"
+#include "chorus/torch/pipeline/pipeline_trace.h"
 
 namespace chorus {
 namespace torch {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "chorus/status.h"
-#include "chorus/torch/distributed_sampler.h"
-#include "chorus/torch/prefetch_loader.h"
+#include "chorus/torch/data/distributed_sampler.h"
+#include "chorus/torch/data/prefetch_loader.h"
 
 namespace {
 
