@@ -29,7 +29,7 @@ install(TARGETS chorus chorus_tune ${chorus_internal_layers}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY core/include/ tune/include/
+install(DIRECTORY core/base/include/ core/runtime/include/ tune/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 
 # The C API: a shared library with the runtime inside, so it needs none of
@@ -59,8 +59,10 @@ if(CHORUS_WITH_TORCH)
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  install(DIRECTORY frameworks/torch/include/
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+  foreach(headers frameworks/torch/include frameworks/torch/binding/include frameworks/torch/data/include
+                  frameworks/torch/checkpoint/include frameworks/torch/pipeline/include)
+    install(DIRECTORY ${headers}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+  endforeach()
   install(EXPORT ChorusTorchTargets NAMESPACE Chorus:: DESTINATION ${CHORUS_INSTALL_CMAKEDIR})
 endif()
 
