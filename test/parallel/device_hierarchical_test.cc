@@ -16,8 +16,9 @@
 // place and not; with a factor, within the dtype's rounding of the scaled
 // reference (the factor goes with the cross-host step, rounded there once).
 // Also: allreduces queued back to back without waiting, scratch growing
-// among them; what the selection leaves, and every other collective, runs
-// on the flat backend; the setup's refusals and fallbacks.
+// among them; what the selection leaves runs on the flat backend; the
+// setup's refusals and fallbacks. Every other collective, and the Backend
+// contract, on the same device: backend_contract_test.cc.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -238,7 +239,7 @@ TEST(DeviceHierarchicalQueue, AllreducesQueuedBackToBackWithoutWaiting) {
   }
 }
 
-TEST(DeviceHierarchicalSelection, WhatAutoLeavesAndEveryOtherCollectiveRunFlat) {
+TEST(DeviceHierarchicalSelection, WhatAutoLeavesRunsFlat) {
   const HostLayout layout = layouts_for(world_size()).front();
   Job job;
   // Auto from 4 KiB: on hosts of one rank auto keeps the flat backend alone.
@@ -256,26 +257,8 @@ TEST(DeviceHierarchicalSelection, WhatAutoLeavesAndEveryOtherCollectiveRunFlat) 
     EXPECT_EQ(job.flat->allreduces, hierarchical ? 1 : 3);
   }
 
-  // The other collectives go through the flat backend on the same stream.
-  const int me = world_rank();
-  const int n = world_size();
-  AsyncTestDevice& device = *job.device;
-  std::vector<int64_t> counts;
-  for (int r = 0; r < n; ++r) counts.push_back(r + 1);
-  const Bytes mine(static_cast<size_t>(me + 1), static_cast<unsigned char>(me + 1));
-  std::shared_ptr<void> input = device_check_detail::upload(device, mine);
-  std::shared_ptr<void> gathered = device_check_detail::upload(device, Bytes(static_cast<size_t>(n * (n + 1) / 2), 0));
-  ASSERT_TRUE(job.backend->allgatherv(input.get(), gathered.get(), counts, DataType::kUInt8)->wait().ok());
-  Bytes expected;
-  for (int r = 0; r < n; ++r) expected.insert(expected.end(), static_cast<size_t>(r + 1), static_cast<unsigned char>(r + 1));
-  EXPECT_EQ(device_check_detail::download(device, gathered.get(), expected.size()), expected);
-  std::shared_ptr<void> root_value = device_check_detail::upload(device, Bytes(8, static_cast<unsigned char>(me == n - 1 ? 42 : 0)));
-  ASSERT_TRUE(job.backend->broadcast(root_value.get(), 8, n - 1)->wait().ok());
-  EXPECT_EQ(device_check_detail::download(device, root_value.get(), 8), Bytes(8, 42));
-  ASSERT_TRUE(job.backend->barrier()->wait().ok());
-  std::vector<int64_t> received;
-  ASSERT_TRUE(job.backend->exchange_counts(std::vector<int64_t>(static_cast<size_t>(n), me), &received).ok());
-  for (int r = 0; r < n; ++r) EXPECT_EQ(received[static_cast<size_t>(r)], r);
+  // The other collectives go through the flat backend on the same stream:
+  // the "device_hierarchical" row of backend_contract_test.cc runs each.
   EXPECT_FALSE(job.backend->fuses_in_place(1 << 20, DataType::kFloat32, ReduceOp::kSum));
 }
 

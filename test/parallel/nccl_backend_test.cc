@@ -1,14 +1,11 @@
-// NcclBackend on GPU memory, every collective through the Backend interface
-// the executor uses: allreduce (every dtype x op, factors through PreMulSum
-// and through a scale pass, in place), allgatherv and reducescatter with
-// equal and uneven counts (zeros too, in place), broadcast from every root,
-// alltoallv with uneven splits and exchange_counts, barrier, and the
-// argument errors. Inputs are uploaded from support/reference's buffers and
-// results downloaded after the work is done; every rank computes the
-// expected result from every rank's input on the host, independently of
-// NCCL. Without a GPU per rank every test skips, saying why (here, on
-// machines without a GPU, it only proves that the test builds).
-// abort() and the timeout: nccl_abort_test.cc.
+// NcclBackend on GPU memory beyond the Backend contract (every collective x
+// dtype x op, factors, uneven counts, every root, refusals: the "nccl" row
+// of backend_contract_test.cc): its rank, size and device, a 16-bit sum
+// scaled with one rounding on one rank, and the argument errors in NCCL's
+// own words. Inputs are uploaded from support/reference's buffers and
+// results downloaded after the work is done. Without a GPU per rank every
+// test skips, saying why (here, on machines without a GPU, it only proves
+// that the test builds). abort() and the timeout: nccl_abort_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -84,44 +81,13 @@ std::string* NcclBackendTest::shortage_ = nullptr;
 Status* NcclBackendTest::setup_ = nullptr;
 std::unique_ptr<NcclJob> NcclBackendTest::job_;
 
-TEST_F(NcclBackendTest, ServesItsOwnGpuOnly) {
-  EXPECT_STREQ(backend().name(), "nccl");
-  EXPECT_TRUE(backend().supports(chorus::Device::cuda(rank())));
-  EXPECT_FALSE(backend().supports(chorus::Device::cuda(rank() + 1)));
-  EXPECT_FALSE(backend().supports(chorus::Device::cpu()));
+// Its name, devices and collectives are the Backend contract's
+// (backend_contract_test.cc, the "nccl" row).
+TEST_F(NcclBackendTest, RunsOnItsRanksGpuAndLeavesFusionToTheExecutor) {
   EXPECT_EQ(backend().device_ops(chorus::Device::cuda(rank())), &device());
   EXPECT_FALSE(backend().fuses_in_place(kCount, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_EQ(backend().rank(), rank());
   EXPECT_EQ(backend().size(), size());
-}
-
-TEST_F(NcclBackendTest, AllreducesEveryDtypeWithEveryOp) {
-  const double average = 1.0 / size();
-  int index = 0;
-  for (DataType dtype : numeric_dtypes()) {
-    if (!backend().check_reduction(dtype).ok()) continue;  // int16, uint16: RefusesWhatNcclCannotDo
-    for (ReduceOp op : all_reduce_ops()) {
-      if (op == ReduceOp::kAverage) continue;  // the executor's: a sum and a factor
-      std::vector<double> factors = {1.0};
-      if (chorus::is_floating_point(dtype)) {
-        // PreMulSum (exact factors) and the scale pass (1/3 for 16-bit).
-        factors = op == ReduceOp::kSum ? std::vector<double>{1.0, average, 0.5, 1.0 / 3} : std::vector<double>{1.0, 0.5};
-      }
-      for (double factor : factors) {
-        for (bool in_place : {false, true}) {
-          SCOPED_TRACE(describe(dtype, op, factor) + (in_place ? " in place" : ""));
-          const Values values = op == ReduceOp::kProduct ? Values::kProduct : Values::kSmall;
-          const std::vector<Buffer> inputs = make_inputs(dtype, {kCount}, size(), ++index, kSeed, values);
-          const Buffer& mine = inputs[static_cast<size_t>(rank())];
-          std::shared_ptr<void> input = upload(mine);
-          std::shared_ptr<void> output = in_place ? input : upload(Buffer(dtype, {kCount}));
-          ASSERT_TRUE(done(backend().allreduce(input.get(), output.get(), kCount, dtype, op, factor)));
-          EXPECT_TRUE(matches(download(output.get(), dtype, kCount).tensor(),
-                              reference_reduce(inputs, op, 1.0, factor)));
-        }
-      }
-    }
-  }
 }
 
 // One rank: NCCL's "sum" is the input itself, so a scaled 16-bit result must
@@ -142,125 +108,6 @@ TEST_F(NcclBackendTest, ScalesA16BitSumWithOneRounding) {
       }
     }
   }
-}
-
-TEST_F(NcclBackendTest, AllgathersEvenAndUnevenCounts) {
-  int index = 100;
-  for (int variant = 0; variant < 3; ++variant) {
-    // Equal (ncclAllGather), uneven with an empty rank (broadcasts), none.
-    std::vector<int64_t> counts(static_cast<size_t>(size()));
-    for (int r = 0; r < size(); ++r) counts[static_cast<size_t>(r)] = variant == 0 ? 5 : variant == 1 ? (r * 7) % 4 : 0;
-    if (variant == 1 && size() == 1) counts[0] = 3;
-    for (DataType dtype : all_dtypes()) {
-      for (bool in_place : {false, true}) {
-        SCOPED_TRACE(std::string(chorus::dtype_name(dtype)) + " variant " + std::to_string(variant) +
-                     (in_place ? " in place" : ""));
-        ++index;
-        std::vector<Buffer> inputs;
-        for (int r = 0; r < size(); ++r) {
-          inputs.push_back(make_input(dtype, {counts[static_cast<size_t>(r)]}, r, index, kSeed));
-        }
-        const Buffer expected = reference_allgather(inputs);
-        const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-        const int64_t before = std::accumulate(counts.begin(), counts.begin() + rank(), int64_t{0});
-        std::shared_ptr<void> output = upload(Buffer(dtype, {total}));
-        std::shared_ptr<void> own;
-        const void* input = nullptr;
-        const size_t element = chorus::dtype_size(dtype);
-        const Buffer& mine = inputs[static_cast<size_t>(rank())];
-        if (in_place) {  // this rank's block already in its slot of the output
-          if (mine.bytes() > 0) {
-            void* slot = static_cast<char*>(output.get()) + static_cast<size_t>(before) * element;
-            ASSERT_TRUE(device().from_host(slot, mine.data(), mine.bytes()).ok());
-          }
-          input = static_cast<char*>(output.get()) + static_cast<size_t>(before) * element;
-        } else {
-          own = upload(mine);
-          input = own.get();
-        }
-        ASSERT_TRUE(done(backend().allgatherv(input, output.get(), counts, dtype)));
-        EXPECT_TRUE(same_bytes(download(output.get(), dtype, total).tensor(), expected));
-      }
-    }
-  }
-}
-
-TEST_F(NcclBackendTest, BroadcastsFromEveryRoot) {
-  for (int root = 0; root < size(); ++root) {
-    for (DataType dtype : {DataType::kBool, DataType::kBFloat16, DataType::kFloat64}) {
-      SCOPED_TRACE(std::string(chorus::dtype_name(dtype)) + " from rank " + std::to_string(root));
-      const Buffer sent = make_input(dtype, {kCount + 3}, root, 200 + root, kSeed);
-      const Buffer garbage = make_input(dtype, {kCount + 3}, rank() + 17, 300 + root, kSeed);
-      std::shared_ptr<void> buffer = upload(rank() == root ? sent : garbage);
-      ASSERT_TRUE(done(backend().broadcast(buffer.get(), static_cast<int64_t>(sent.bytes()), root)));
-      EXPECT_TRUE(same_bytes(download(buffer.get(), dtype, kCount + 3).tensor(), sent));
-    }
-  }
-}
-
-TEST_F(NcclBackendTest, AlltoallsUnevenSplits) {
-  int index = 400;
-  for (DataType dtype : all_dtypes()) {
-    SCOPED_TRACE(chorus::dtype_name(dtype));
-    ++index;
-    std::vector<std::vector<int64_t>> splits;
-    std::vector<Buffer> inputs;
-    for (int r = 0; r < size(); ++r) {
-      splits.push_back(alltoall_splits(r, size(), kSeed + static_cast<uint64_t>(index)));
-      const int64_t rows = std::accumulate(splits.back().begin(), splits.back().end(), int64_t{0});
-      inputs.push_back(make_input(dtype, {rows}, r, index, kSeed));
-    }
-    const AlltoallResult expected = reference_alltoall(inputs, splits, rank());
-    const std::vector<int64_t>& send_counts = splits[static_cast<size_t>(rank())];
-    std::vector<int64_t> recv_counts;
-    ASSERT_TRUE(is_ok(backend().exchange_counts(send_counts, &recv_counts)));
-    EXPECT_EQ(recv_counts, expected.received_splits);
-    const int64_t received = std::accumulate(recv_counts.begin(), recv_counts.end(), int64_t{0});
-    std::shared_ptr<void> input = upload(inputs[static_cast<size_t>(rank())]);
-    std::shared_ptr<void> output = upload(Buffer(dtype, {received}));
-    ASSERT_TRUE(done(backend().alltoallv(input.get(), send_counts, output.get(), recv_counts, dtype)));
-    EXPECT_TRUE(same_bytes(download(output.get(), dtype, received).tensor(), expected.output));
-  }
-}
-
-TEST_F(NcclBackendTest, ReducescattersEqualAndUnevenBlocksInPlaceToo) {
-  int index = 500;
-  for (int variant = 0; variant < 2; ++variant) {
-    // Equal blocks (ncclReduceScatter), then uneven with an empty block and
-    // this rank's block not first (grouped ncclReduce).
-    std::vector<int64_t> counts(static_cast<size_t>(size()));
-    for (int r = 0; r < size(); ++r) counts[static_cast<size_t>(r)] = variant == 0 ? 300 : (r == 0 ? 0 : 100 * r + 7);
-    if (variant == 1 && size() == 1) counts[0] = 123;
-    const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-    const int64_t before = std::accumulate(counts.begin(), counts.begin() + rank(), int64_t{0});
-    const int64_t mine = counts[static_cast<size_t>(rank())];
-    for (DataType dtype : {DataType::kInt32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32}) {
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
-        const double factor = chorus::is_floating_point(dtype) && op == ReduceOp::kSum ? 1.0 / 3 : 1.0;
-        for (bool in_place : {false, true}) {
-          SCOPED_TRACE(describe(dtype, op, factor) + " variant " + std::to_string(variant) +
-                       (in_place ? " in place" : ""));
-          const std::vector<Buffer> inputs = make_inputs(dtype, {total}, size(), ++index, kSeed);
-          const std::vector<double> reduced = reference_reduce(inputs, op, 1.0, factor);
-          const std::vector<double> expected(reduced.begin() + before, reduced.begin() + before + mine);
-          std::shared_ptr<void> input = upload(inputs[static_cast<size_t>(rank())]);
-          std::shared_ptr<void> output = in_place ? input : upload(Buffer(dtype, {mine}));
-          ASSERT_TRUE(done(backend().reducescatter(input.get(), output.get(), counts, dtype, op, factor)));
-          EXPECT_TRUE(matches(download(output.get(), dtype, mine).tensor(), expected));
-        }
-      }
-    }
-  }
-}
-
-TEST_F(NcclBackendTest, BarrierAndEmptyCollectivesFinish) {
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(done(backend().barrier()));
-  EXPECT_TRUE(done(backend().allreduce(nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, 0.5)));
-  EXPECT_TRUE(done(backend().broadcast(nullptr, 0, 0)));
-  const std::vector<int64_t> zeros(static_cast<size_t>(size()), 0);
-  EXPECT_TRUE(done(backend().allgatherv(nullptr, nullptr, zeros, DataType::kInt8)));
-  EXPECT_TRUE(done(backend().alltoallv(nullptr, zeros, nullptr, zeros, DataType::kInt8)));
-  EXPECT_TRUE(done(backend().reducescatter(nullptr, nullptr, zeros, DataType::kInt8, ReduceOp::kMin, 1.0)));
 }
 
 // Errors in the arguments come back as work that failed before any NCCL
