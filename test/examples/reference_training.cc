@@ -12,7 +12,7 @@
 #include "chorus/torch/distributed_sampler.h"
 #include "chorus/torch/model_split.h"
 #include "chorus/torch/pipeline_schedule.h"
-#include "chorus_average.h"
+#include "support/chorus_average.h"
 
 namespace train_mnist_test {
 namespace {

@@ -15,11 +15,11 @@
 #include <gtest/gtest.h>
 
 #include "chorus/elastic.h"
-#include "chorus_error_of.h"
 #include "elastic_policy.h"
 #include "host_discovery.h"
 #include "launch_options.h"
 #include "report_protocol.h"
+#include "support/chorus_error_of.h"
 #include "usage_error.h"
 
 namespace chorus::launcher {

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "chorus_error_of.h"
+#include "support/chorus_error_of.h"
 #include "usage_error.h"
 
 namespace chorus::launcher {

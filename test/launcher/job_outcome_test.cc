@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "base/launcher_rendezvous.h"
-#include "chorus_error_of.h"
 #include "line_prefixer.h"
 #include "mpi_implementation.h"
 #include "report_protocol.h"
+#include "support/chorus_error_of.h"
 #include "usage_error.h"
 
 namespace chorus::launcher {

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "chorus_error_of.h"
 #include "openmpi_command.h"
 #include "slurm_command.h"
+#include "support/chorus_error_of.h"
 #include "usage_error.h"
 
 namespace chorus::launcher {

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "base/settings.h"
-#include "chorus_error_of.h"
 #include "launch_options.h"
 #include "runtime_settings.h"
+#include "support/chorus_error_of.h"
 #include "usage_error.h"
 
 namespace chorus::launcher {

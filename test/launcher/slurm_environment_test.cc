@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "chorus_error_of.h"
+#include "support/chorus_error_of.h"
 #include "usage_error.h"
 
 namespace chorus::launcher {

@@ -23,8 +23,8 @@
 
 #include "chorus/checked_file.h"
 #include "chorus/torch/elastic_state.h"
+#include "support/chorus_error_of.h"
 #include "support/harness.h"
-#include "chorus_error_of.h"
 #include "torch_test_support.h"
 
 namespace chorus_test {

@@ -22,8 +22,8 @@
 #include <torch/torch.h>
 
 #include "chorus/torch/pipeline.h"
-#include "cpu_tensor_bytes.h"
 #include "in_process_stage_link.h"
+#include "support/cpu_tensor_bytes.h"
 
 namespace chorus {
 namespace torch {
