@@ -12,7 +12,7 @@
 #             srun                      the suite's Slurm cluster (SLURM_CONF set; 2 nodes x 2 tasks)
 #             netns-mpirun | netns-chorusrun
 #                                       two network-namespace hosts, 2 ranks each
-#                                       (test/hierarchical/netns_hosts.sh); plain
+#                                       (test/support/netns_hosts.sh); plain
 #                                       mpirun runs without Open MPI's TCP keepalive
 #   fault     stop                      the last rank is frozen
 #             kill                      the last rank is killed: its process is gone,
@@ -71,7 +71,8 @@ env_flags=(-x CHORUS_HEARTBEAT_TIMEOUT_SECONDS -x CHORUS_STALL_CHECK_SECONDS -x 
 case "$launcher" in
   netns-*)
     [[ $np -eq 4 ]] || fail "netns runs take np 4 (2 ranks per host)"
-    source "$(dirname "$0")/../hierarchical/netns_hosts.sh"
+    # shellcheck source=../support/netns_hosts.sh
+    source "$(dirname "$0")/../support/netns_hosts.sh"
     NETNS_DEADLINE=$deadline
     netns_hosts_up
     trap 'netns_hosts_down; cleanup_output' EXIT

@@ -11,7 +11,8 @@
 # Usage: run_crash_test.sh PROBE VICTIM STEP
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/netns_hosts.sh"
+# shellcheck source=../support/netns_hosts.sh
+source "$here/../support/netns_hosts.sh"
 
 probe=$1 victim=$2 step=$3
 fail() { echo "hierarchical crash test FAILED (victim $victim, step $step): $*"; exit 1; }

@@ -18,8 +18,8 @@ set -uo pipefail
 
 chorusrun=$1 train_mnist=$2 data_dir=$3 report=${4:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../hierarchical/netns_hosts.sh
-source "$here/../hierarchical/netns_hosts.sh"
+# shellcheck source=../support/netns_hosts.sh
+source "$here/../support/netns_hosts.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 

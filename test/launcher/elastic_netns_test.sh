@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # chorusrun --elastic across three "hosts" (network namespaces joined by a
-# bridge, test/hierarchical/netns_hosts.sh), one rank on each, chorusrun in
+# bridge, test/support/netns_hosts.sh), one rank on each, chorusrun in
 # the first:
 #   1. train_mnist --elastic on 3 hosts; every process of the third host is
 #      killed mid-epoch (and the discovery script stops listing it, as a real
@@ -19,8 +19,8 @@ set -uo pipefail
 
 chorusrun=$1 train_mnist=$2 program=$3 data_dir=$4 report=${5:-} json=${6:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../hierarchical/netns_hosts.sh
-source "$here/../hierarchical/netns_hosts.sh"
+# shellcheck source=../support/netns_hosts.sh
+source "$here/../support/netns_hosts.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 

@@ -6,7 +6,8 @@
 # topology and checked sums.
 #   sbatch_example_test.sh <example script> <chorusrun> <slurm_rank_check>
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin sbatch_example
 script=${1:?usage: $0 SBATCH_SCRIPT CHORUSRUN TEST_PROGRAM}
 chorusrun=${2:?usage: $0 SBATCH_SCRIPT CHORUSRUN TEST_PROGRAM}

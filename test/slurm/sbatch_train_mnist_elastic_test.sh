@@ -18,7 +18,8 @@
 # n2's slurmd is started again afterwards, for the tests that follow.
 #   sbatch_train_mnist_elastic_test.sh <example script> <build dir> <mnist dir> [report file] [ranks|node]
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin sbatch_train_mnist_elastic
 usage="usage: $0 SBATCH_SCRIPT BUILD_DIR MNIST_DIR [REPORT_FILE]"
 script=${1:?$usage}

@@ -9,7 +9,8 @@
 # loss and accuracy, with accuracy >= 0.94.
 #   sbatch_train_mnist_python_test.sh <example script> <source dir> <build dir> <python> <mnist dir>
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin sbatch_train_mnist_python
 usage="usage: $0 SBATCH_SCRIPT SOURCE_DIR BUILD_DIR PYTHON MNIST_DIR"
 script=${1:?$usage} source_dir=${2:?$usage} build_dir=${3:?$usage} python=${4:?$usage} mnist_dir=${5:?$usage}

@@ -9,7 +9,8 @@
 # identical parameters.
 #   sbatch_train_mnist_test.sh <example script> <build dir> <mnist dir>
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin sbatch_train_mnist
 script=${1:?usage: $0 SBATCH_SCRIPT BUILD_DIR MNIST_DIR}
 build_dir=${2:?usage: $0 SBATCH_SCRIPT BUILD_DIR MNIST_DIR}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A Python program under chorusrun --elastic, across three "hosts" (network
-# namespaces, test/hierarchical/netns_hosts.sh), one rank on each, as
+# namespaces, test/support/netns_hosts.sh), one rank on each, as
 # test/launcher/elastic_netns_test.sh and elastic_netns_frozen_test.sh run
 # the C++ train_mnist: examples/python/elastic_train.py (hvd.elastic.run,
 # TorchState with model, DistributedOptimizer, ElasticSampler and counters)
@@ -30,8 +30,8 @@ set -uo pipefail
 chorusrun=$1 python=$2 package_dir=$3 mode=${4:-kill}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-# shellcheck source=../../hierarchical/netns_hosts.sh
-source "$root/test/hierarchical/netns_hosts.sh"
+# shellcheck source=../../support/netns_hosts.sh
+source "$root/test/support/netns_hosts.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 [[ $mode == kill || $mode == freeze ]] || { echo "elastic_netns_test: unknown mode '$mode'" >&2; exit 2; }

@@ -2,8 +2,8 @@
 # is started by the slurm_cluster_start fixture (scripts/slurm_cluster.sh)
 # and found through SLURM_CONF, which CTest sets for every Slurm test.
 
-# shellcheck source=../support/prerequisites.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../support/prerequisites.sh"
+# shellcheck source=prerequisites.sh
+source "$(dirname "${BASH_SOURCE[0]}")/prerequisites.sh"
 
 # slurm_test_begin NAME: checks that the cluster can be used, or explains why
 # not: a skip without root, a failure otherwise (test/support/prerequisites.sh).

@@ -30,8 +30,8 @@
 # (exit 77) saying so; as root, namespaces that cannot be made (no iproute2,
 # no permission) FAIL the test with the reason.
 set -uo pipefail
-# shellcheck source=../support/prerequisites.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../support/prerequisites.sh"
+# shellcheck source=prerequisites.sh
+source "$(dirname "${BASH_SOURCE[0]}")/prerequisites.sh"
 
 netns_id=$$
 netns_h1=chorus-hier-$netns_id-h1
