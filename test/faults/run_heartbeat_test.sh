@@ -99,10 +99,8 @@ run_job() {
       [[ $fault == kill-tolerant ]] && tolerant=(--mca orte_abort_on_non_zero_status 0)
       NETNS_KEEPALIVE=0 netns_mpirun $slots "${tolerant[@]}" "${env_flags[@]}" -- "${probe[@]}" "${probe_args[@]}" ;;
     netns-chorusrun)
-      env -u OMPI_MCA_btl_tcp_if_include -u OMPI_MCA_oob_tcp_if_include \
-        timeout -k 5 $deadline ip netns exec "$netns_h1" unshare -u sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
-        "$chorusrun" -H 10.200.0.1:2,10.200.0.2:2 --network-interface 10.200.0.0/24 --no-tag-output \
-        --mpi-args "--mca plm_rsh_agent $netns_work/rsh" -- "${probe[@]}" "${probe_args[@]}" ;;
+      netns_chorusrun "$chorusrun" -H 10.200.0.1:2,10.200.0.2:2 --no-tag-output \
+        -- "${probe[@]}" "${probe_args[@]}" ;;
     *) echo "run_heartbeat_test: unknown launcher '$launcher'" >&2; exit 2 ;;
   esac
 }

@@ -68,9 +68,5 @@ for pid in $creators; do
   left=$(ls /dev/shm | grep "^chorus-shm\.$pid\." || true)
   [[ -z $left ]] || fail "segments left in /dev/shm: $left"
 done
-for i in $(seq 50); do
-  [[ -z $(netns_pids | tr -d ' ') ]] && break
-  sleep 0.1
-done
-[[ -z $(netns_pids | tr -d ' ') ]] || fail "processes left in the namespaces: $(netns_pids)"
+netns_wait_empty || fail "processes left in the namespaces: $(netns_pids)"
 echo "hierarchical crash test passed: rank $victim's death was reported, the job ended in ${elapsed} s, nothing left behind"

@@ -41,10 +41,5 @@ grep "hierarchical allreduce\|shared-memory allreduce" "$output" | sort | uniq -
 [[ $status -eq 124 || $status -eq 137 ]] && fail "mpirun did not end within the deadline"
 [[ $status -eq 0 ]] || fail "mpirun exited with status $status"
 grep -q "$expected" "$output" || fail "rank 0 never logged '$expected'"
-for i in $(seq 50); do
-  [[ -z $(netns_pids | tr -d ' ') ]] && break
-  sleep 0.1
-done
-left=$(netns_pids | tr -d ' ')
-[[ -z $left ]] || fail "processes left in the namespaces: $(netns_pids)"
+netns_wait_empty || fail "processes left in the namespaces: $(netns_pids)"
 echo "run_netns_test passed ($kind $hosts x $local)"

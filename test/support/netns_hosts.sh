@@ -24,7 +24,20 @@
 #                                  NETNS_KEEPALIVE=0 leaves out Open MPI's TCP
 #                                  keepalive (on by default: a cut link then
 #                                  ends the job even without Chorus's heartbeat)
-#   netns_pids                     the processes still in either namespace
+#   netns_chorusrun CHORUSRUN [chorusrun options] [--] PROGRAM [ARGS]
+#                                  chorusrun from the first host, over the
+#                                  hosts' network and through the agent (the
+#                                  caller names the hosts: -H, --hostfile or a
+#                                  discovery script), under the same deadline;
+#                                  returns chorusrun's status (124/137:
+#                                  deadline)
+#   netns_pids                     the processes still in any namespace
+#   netns_wait_empty               waits up to 5 s for the namespaces to have
+#                                  no process left; returns 1 if some stay
+#   netns_ps                       what netns_pids lists, a line "PID COMMAND"
+#                                  each (for a failure's message)
+# The hosts' names are netns_name1, netns_name2 and netns_name3
+# (hier<pid>-h1...); a test may set others before netns_hosts_up.
 # Names carry this shell's pid, so concurrent test runs never collide. The
 # suite's rule (test/support/prerequisites.sh): without root the test skips
 # (exit 77) saying so; as root, namespaces that cannot be made (no iproute2,
@@ -55,6 +68,21 @@ netns_fail_setup() {
 netns_pids() {
   local ns
   for ns in "$netns_h1" "$netns_h2" "$netns_h3"; do ip netns pids "$ns" 2>/dev/null; done | tr '\n' ' '
+}
+
+netns_wait_empty() {
+  local i
+  for i in $(seq 50); do
+    [[ -z $(netns_pids | tr -d ' ') ]] && return 0
+    sleep 0.1
+  done
+  [[ -z $(netns_pids | tr -d ' ') ]]
+}
+
+netns_ps() {
+  local pids
+  pids=$(netns_pids)
+  ps -o pid=,args= -p "${pids// /,}" 2>/dev/null
 }
 
 netns_hosts_down() {
@@ -91,8 +119,8 @@ netns_remove_stale() {
 
 netns_hosts_up() {
   chorus_require_root "$(basename "$0")" "creating network namespaces"
-  command -v ip >/dev/null || netns_fail_setup "iproute2 ('ip') is not installed"
-  command -v unshare >/dev/null || netns_fail_setup "unshare (util-linux) is not installed"
+  chorus_require_tool "$(basename "$0")" ip "iproute2: the namespaces and their links"
+  chorus_require_tool "$(basename "$0")" unshare "util-linux: a host name per namespace"
   trap netns_hosts_down EXIT
   trap 'exit 1' INT TERM
   netns_remove_stale
@@ -171,4 +199,15 @@ netns_mpirun() {
     --mca plm_rsh_agent "$netns_work/rsh" --mca btl self,vader,tcp \
     --mca btl_tcp_if_include 10.200.0.0/24 --mca oob_tcp_if_include 10.200.0.0/24 \
     "${keepalive[@]}" "${options[@]}" "$@"
+}
+
+netns_chorusrun() {
+  local chorusrun=$1
+  shift
+  # As netns_mpirun: off loopback, onto the hosts' link.
+  env -u OMPI_MCA_btl_tcp_if_include -u OMPI_MCA_oob_tcp_if_include \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout -k 5 "$NETNS_DEADLINE" ip netns exec "$netns_h1" unshare -u \
+    sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
+    "$chorusrun" --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $netns_work/rsh" "$@"
 }
