@@ -110,12 +110,9 @@ cd "$work_dir"
 start=$(date +%s.%N)
 heartbeat=30
 [[ $loss == node ]] && heartbeat=5
-job_id=$(CHORUS_HEARTBEAT_TIMEOUT_SECONDS=$heartbeat CHORUS_BUILD_DIR="$build_dir" MNIST_DIR="$mnist_dir" CHORUSRUN_OPTIONS="--network-interface lo" \
-  CHORUS_MIN_NP=2 EPOCHS=$epochs COMMIT_EVERY=$commit_every CHORUS_ELASTIC_DIR="$commits" \
-  timeout 30 sbatch --parsable --job-name=$job --nodes=2 --ntasks-per-node=2 --output="$output" "$script") ||
-  fail "sbatch did not accept the job"
-job_id=${job_id%%;*}
-echo "job $job_id submitted"
+CHORUS_HEARTBEAT_TIMEOUT_SECONDS=$heartbeat CHORUS_BUILD_DIR="$build_dir" MNIST_DIR="$mnist_dir" \
+  CHORUSRUN_OPTIONS="--network-interface lo" CHORUS_MIN_NP=2 EPOCHS=$epochs COMMIT_EVERY=$commit_every \
+  CHORUS_ELASTIC_DIR="$commits" submit_job "$job" "$output" --nodes=2 --ntasks-per-node=2 "$script"
 
 end_job() {
   scancel "$job_id" 2>/dev/null || true

@@ -28,6 +28,19 @@ fail() {
   exit 1
 }
 
+# submit_job JOB_NAME OUTPUT_FILE [sbatch options] SCRIPT [ARGS]: submits
+# the job with sbatch (which passes this environment on to it; variables set
+# on the call's line included) and sets `job_id`; fails unless sbatch accepts
+# it within 30 s.
+submit_job() {
+  local name=$1 output=$2
+  shift 2
+  job_id=$(timeout 30 sbatch --parsable --job-name="$name" --output="$output" "$@") ||
+    fail "sbatch did not accept the job"
+  job_id=${job_id%%;*}
+  echo "job $job_id submitted"
+}
+
 # expect_job_completed JOB_ID SECONDS OUTPUT_FILE: waits for the sbatch job to
 # leave the queue (cancelling it, with its output shown, after SECONDS), shows
 # its output, and fails unless Slurm says it COMPLETED with exit code 0:0.
