@@ -36,6 +36,13 @@
 #                                  no process left; returns 1 if some stay
 #   netns_ps                       what netns_pids lists, a line "PID COMMAND"
 #                                  each (for a failure's message)
+#   netns_signal_host N SIGNAL     SIGNAL (KILL, STOP...) to every process of
+#                                  host N, until a listing finds none left: a
+#                                  process listed a moment ago may be gone and
+#                                  one may be forked after the listing (a rank
+#                                  wrapper once survived so); at most 40
+#                                  rounds, 10 for STOP (a stopped process stays
+#                                  listed)
 # The hosts' names are netns_name1, netns_name2 and netns_name3
 # (hier<pid>-h1...); a test may set others before netns_hosts_up.
 # Names carry this shell's pid, so concurrent test runs never collide. The
@@ -83,6 +90,17 @@ netns_ps() {
   local pids
   pids=$(netns_pids)
   ps -o pid=,args= -p "${pids// /,}" 2>/dev/null
+}
+
+netns_signal_host() {
+  local ns=chorus-hier-$netns_id-h$1 signal=$2 pids i
+  for i in $(seq 40); do
+    pids=$(ip netns pids "$ns")
+    [[ -z $pids ]] && return 0
+    kill "-$signal" $pids 2>/dev/null
+    [[ $signal == STOP ]] && [[ $i -ge 10 ]] && return 0
+    sleep 0.05
+  done
 }
 
 netns_hosts_down() {
