@@ -208,12 +208,7 @@ netns_mpirun() {
   [[ $# -gt 0 ]] && shift
   local keepalive=(--mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 2)
   [[ ${NETNS_KEEPALIVE:-1} == 0 ]] && keepalive=()
-  # The ctest environment pins Open MPI to loopback; these hosts talk over the veth.
-  env -u OMPI_MCA_btl_tcp_if_include -u OMPI_MCA_oob_tcp_if_include \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout -k 5 "$NETNS_DEADLINE" ip netns exec "$netns_h1" unshare -u \
-    sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
-    mpirun -np $((slots1 + slots2)) --hostfile "$netns_work/hostfile" --oversubscribe \
+  netns_on_host1 mpirun -np $((slots1 + slots2)) --hostfile "$netns_work/hostfile" --oversubscribe \
     --mca plm_rsh_agent "$netns_work/rsh" --mca btl self,vader,tcp \
     --mca btl_tcp_if_include 10.200.0.0/24 --mca oob_tcp_if_include 10.200.0.0/24 \
     "${keepalive[@]}" "${options[@]}" "$@"
@@ -222,10 +217,15 @@ netns_mpirun() {
 netns_chorusrun() {
   local chorusrun=$1
   shift
-  # As netns_mpirun: off loopback, onto the hosts' link.
+  netns_on_host1 "$chorusrun" --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $netns_work/rsh" "$@"
+}
+
+# COMMAND... in the first host with its name, under the deadline: the
+# launchers of netns_mpirun and netns_chorusrun.
+netns_on_host1() {
+  # The ctest environment pins Open MPI to loopback; these hosts talk over the veth.
   env -u OMPI_MCA_btl_tcp_if_include -u OMPI_MCA_oob_tcp_if_include \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     timeout -k 5 "$NETNS_DEADLINE" ip netns exec "$netns_h1" unshare -u \
-    sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
-    "$chorusrun" --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $netns_work/rsh" "$@"
+    sh -c 'hostname "$0"; exec "$@"' "$netns_name1" "$@"
 }
