@@ -156,11 +156,7 @@ while [[ -n $(squeue -h -j "$job_id" -t pending,running,completing -o %t 2>/dev/
 done
 stop_stamping
 sed 's/^/  | /' "$output"
-info=$(scontrol show job "$job_id" 2>&1) || fail "scontrol does not know job $job_id: $info"
-state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
-exit_code=$(grep -o ' ExitCode=[0-9:]*' <<<"$info")
-echo "job $job_id: $state$exit_code"
-[[ $state == JobState=COMPLETED && $exit_code == ' ExitCode=0:0' ]] || fail "job $job_id ended with $state$exit_code"
+expect_job_state_completed "$job_id"
 
 expect_line "$output" '^chorusrun: elastic: attempt 0: 4 rank\(s\) on the Slurm allocation$' \
   "chorusrun did not start 4 ranks on the allocation"

@@ -43,9 +43,10 @@ submit_job() {
 
 # expect_job_completed JOB_ID SECONDS OUTPUT_FILE: waits for the sbatch job to
 # leave the queue (cancelling it, with its output shown, after SECONDS), shows
-# its output, and fails unless Slurm says it COMPLETED with exit code 0:0.
+# its output, and fails unless Slurm says it COMPLETED with exit code 0:0
+# (expect_job_state_completed).
 expect_job_completed() {
-  local job_id=$1 seconds=$2 output=$3 info state exit_code
+  local job_id=$1 seconds=$2 output=$3
   local deadline=$((SECONDS + seconds))
   while [[ -n $(squeue -h -j "$job_id" -t pending,running,completing -o %t 2>/dev/null) ]]; do
     if ((SECONDS >= deadline)); then
@@ -57,6 +58,13 @@ expect_job_completed() {
   done
   [[ -r $output ]] || fail "the job wrote no output file $output"
   sed 's/^/  | /' "$output"
+  expect_job_state_completed "$job_id"
+}
+
+# expect_job_state_completed JOB_ID: the job, out of the queue, must have
+# COMPLETED with exit code 0:0 by Slurm's account.
+expect_job_state_completed() {
+  local job_id=$1 info state exit_code
   info=$(scontrol show job "$job_id" 2>&1) || fail "scontrol does not know job $job_id: $info"
   state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
   exit_code=$(grep -o ' ExitCode=[0-9:]*' <<<"$info")
