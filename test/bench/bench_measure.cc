@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "thread_stats.h"
+#include "support/thread_stats.h"
 
 namespace chorus_bench {
 namespace {

@@ -12,7 +12,7 @@
 #include "chorus/torch/data/distributed_sampler.h"
 #include "chorus/torch/pipeline/model_split.h"
 #include "chorus/torch/pipeline/pipeline_schedule.h"
-#include "chorus_average.h"
+#include "support/chorus_average.h"
 
 namespace train_mnist_test {
 namespace {

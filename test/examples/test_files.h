@@ -13,7 +13,7 @@
 
 #include "chorus/status.h"
 
-#include "chorus_error_of.h"
+#include "support/chorus_error_of.h"
 
 namespace train_mnist_test {
 

@@ -13,7 +13,7 @@
 
 #include <torch/torch.h>
 
-#include "file_size_limit.h"
+#include "support/file_size_limit.h"
 #include "train_mnist_fixture.h"
 
 namespace train_mnist_test {

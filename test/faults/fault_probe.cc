@@ -57,9 +57,9 @@
 #include <thread>
 #include <vector>
 
-#include "async_test_backend.h"
 #include "chorus/chorus.h"
 #include "runtime/init_with_backends.h"
+#include "support/async_device/async_test_backend.h"
 
 namespace {
 

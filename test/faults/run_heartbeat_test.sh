@@ -12,7 +12,7 @@
 #             srun                      the suite's Slurm cluster (SLURM_CONF set; 2 nodes x 2 tasks)
 #             netns-mpirun | netns-chorusrun
 #                                       two network-namespace hosts, 2 ranks each
-#                                       (test/hierarchical/netns_hosts.sh); plain
+#                                       (test/support/netns_hosts.sh); plain
 #                                       mpirun runs without Open MPI's TCP keepalive
 #   fault     stop                      the last rank is frozen
 #             kill                      the last rank is killed: its process is gone,
@@ -71,7 +71,8 @@ env_flags=(-x CHORUS_HEARTBEAT_TIMEOUT_SECONDS -x CHORUS_STALL_CHECK_SECONDS -x 
 case "$launcher" in
   netns-*)
     [[ $np -eq 4 ]] || fail "netns runs take np 4 (2 ranks per host)"
-    source "$(dirname "$0")/../hierarchical/netns_hosts.sh"
+    # shellcheck source=../support/netns_hosts.sh
+    source "$(dirname "$0")/../support/netns_hosts.sh"
     NETNS_DEADLINE=$deadline
     netns_hosts_up
     trap 'netns_hosts_down; cleanup_output' EXIT
@@ -98,10 +99,8 @@ run_job() {
       [[ $fault == kill-tolerant ]] && tolerant=(--mca orte_abort_on_non_zero_status 0)
       NETNS_KEEPALIVE=0 netns_mpirun $slots "${tolerant[@]}" "${env_flags[@]}" -- "${probe[@]}" "${probe_args[@]}" ;;
     netns-chorusrun)
-      env -u OMPI_MCA_btl_tcp_if_include -u OMPI_MCA_oob_tcp_if_include \
-        timeout -k 5 $deadline ip netns exec "$netns_h1" unshare -u sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
-        "$chorusrun" -H 10.200.0.1:2,10.200.0.2:2 --network-interface 10.200.0.0/24 --no-tag-output \
-        --mpi-args "--mca plm_rsh_agent $netns_work/rsh" -- "${probe[@]}" "${probe_args[@]}" ;;
+      netns_chorusrun "$chorusrun" -H 10.200.0.1:2,10.200.0.2:2 --no-tag-output \
+        -- "${probe[@]}" "${probe_args[@]}" ;;
     *) echo "run_heartbeat_test: unknown launcher '$launcher'" >&2; exit 2 ;;
   esac
 }

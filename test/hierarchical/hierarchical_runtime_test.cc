@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "hierarchical_reference.h"
 #include "support/harness.h"
+#include "support/hierarchical_reference.h"
 #include "support/reference.h"
 
 namespace chorus_test {

@@ -11,7 +11,8 @@
 # Usage: run_crash_test.sh PROBE VICTIM STEP
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/netns_hosts.sh"
+# shellcheck source=../support/netns_hosts.sh
+source "$here/../support/netns_hosts.sh"
 
 probe=$1 victim=$2 step=$3
 fail() { echo "hierarchical crash test FAILED (victim $victim, step $step): $*"; exit 1; }
@@ -67,9 +68,5 @@ for pid in $creators; do
   left=$(ls /dev/shm | grep "^chorus-shm\.$pid\." || true)
   [[ -z $left ]] || fail "segments left in /dev/shm: $left"
 done
-for i in $(seq 50); do
-  [[ -z $(netns_pids | tr -d ' ') ]] && break
-  sleep 0.1
-done
-[[ -z $(netns_pids | tr -d ' ') ]] || fail "processes left in the namespaces: $(netns_pids)"
+netns_wait_empty || fail "processes left in the namespaces: $(netns_pids)"
 echo "hierarchical crash test passed: rank $victim's death was reported, the job ended in ${elapsed} s, nothing left behind"

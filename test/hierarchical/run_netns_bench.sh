@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# chorus_bench over two network-namespace hosts (netns_hosts.sh) with the
-# hierarchical allreduce (CHORUS_HIERARCHICAL_ALLREDUCE=auto) and with flat
-# MPI (off), alternated run by run (A B A B ...), each run also timing raw
-# MPI_Allreduce on the same buffers; prints each run's figures and writes
-# their JSON to OUT_DIR.
+# chorus_bench over two network-namespace hosts (test/support/netns_hosts.sh)
+# with the hierarchical allreduce (CHORUS_HIERARCHICAL_ALLREDUCE=auto) and
+# with flat MPI (off), alternated run by run (A B A B ...), each run also
+# timing raw MPI_Allreduce on the same buffers; prints each run's figures and
+# writes their JSON to OUT_DIR.
 # Usage: run_netns_bench.sh CHORUS_BENCH OUT_DIR [ROUNDS [SLOTS [chorus_bench options...]]]
 #   ROUNDS: runs per mode (default 2); SLOTS: ranks per host (default 2).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/netns_hosts.sh"
+# shellcheck source=../support/netns_hosts.sh
+source "$here/../support/netns_hosts.sh"
 
 bench=$1 out=$2 rounds=${3:-2} slots=${4:-2}
 shift $(($# < 4 ? $# : 4))

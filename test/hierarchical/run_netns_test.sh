@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs a GoogleTest binary under mpirun across two network-namespace hosts
-# (netns_hosts.sh) in one placement, and checks that every rank passed, that
-# rank 0 logged the path Chorus chose for the placement, and that nothing was
-# left running in the namespaces.
+# (test/support/netns_hosts.sh) in one placement, and checks that every rank
+# passed, that rank 0 logged the path Chorus chose for the placement, and
+# that nothing was left running in the namespaces.
 # Usage: run_netns_test.sh block|cyclic|uneven HOSTS LOCAL PROGRAM [TESTS [ARGS...]]
 #   TESTS: a --gtest_filter pattern (default: every test for the layout)
 #   block H L:  ranks 0..L-1 on the first host, L..2L-1 on the second
@@ -11,7 +11,8 @@
 # (H is 2: two namespaces.)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/netns_hosts.sh"
+# shellcheck source=../support/netns_hosts.sh
+source "$here/../support/netns_hosts.sh"
 
 kind=$1 hosts=$2 local=$3 program=$4 tests=${5:-}
 shift $(($# < 5 ? $# : 5))
@@ -40,10 +41,5 @@ grep "hierarchical allreduce\|shared-memory allreduce" "$output" | sort | uniq -
 [[ $status -eq 124 || $status -eq 137 ]] && fail "mpirun did not end within the deadline"
 [[ $status -eq 0 ]] || fail "mpirun exited with status $status"
 grep -q "$expected" "$output" || fail "rank 0 never logged '$expected'"
-for i in $(seq 50); do
-  [[ -z $(netns_pids | tr -d ' ') ]] && break
-  sleep 0.1
-done
-left=$(netns_pids | tr -d ' ')
-[[ -z $left ]] || fail "processes left in the namespaces: $(netns_pids)"
+netns_wait_empty || fail "processes left in the namespaces: $(netns_pids)"
 echo "run_netns_test passed ($kind $hosts x $local)"

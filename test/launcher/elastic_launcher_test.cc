@@ -15,12 +15,12 @@
 #include <gtest/gtest.h>
 
 #include "chorus/elastic.h"
-#include "chorus_error_of.h"
 #include "elastic/elastic_policy.h"
 #include "elastic/host_discovery.h"
 #include "options/launch_options.h"
 #include "options/usage_error.h"
 #include "reports/report_protocol.h"
+#include "support/chorus_error_of.h"
 
 namespace chorus::launcher {
 namespace {

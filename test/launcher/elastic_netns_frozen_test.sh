@@ -18,8 +18,8 @@ set -uo pipefail
 
 chorusrun=$1 train_mnist=$2 data_dir=$3 report=${4:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../hierarchical/netns_hosts.sh
-source "$here/../hierarchical/netns_hosts.sh"
+# shellcheck source=../support/netns_hosts.sh
+source "$here/../support/netns_hosts.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
@@ -40,9 +40,8 @@ log=$work/train.log
 NETNS_DEADLINE=120
 epochs=12
 start=$(date +%s.%N)
-timeout -k 5 "$NETNS_DEADLINE" ip netns exec "$netns_h1" unshare -u sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
-  "$chorusrun" --elastic --min-np 2 -H 10.200.0.1:1,10.200.0.2:1,10.200.0.3:1 --heartbeat-timeout-seconds 3 \
-  --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $work/rsh" -- \
+netns_chorusrun "$chorusrun" --elastic --min-np 2 -H 10.200.0.1:1,10.200.0.2:1,10.200.0.3:1 \
+  --heartbeat-timeout-seconds 3 -- \
   "$train_mnist" --elastic --commit-every 8 --elastic-dir "$work/commits" --epochs "$epochs" \
   --data-dir "$data_dir" --progress epochs --summary-json "$work/summary.json" 2>&1 |
   while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$log" &
@@ -68,12 +67,7 @@ done
 compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null || fail "commit 7 never appeared"
 frozen_at=$(date +%s.%N)
 # Every process of the third host, until a listing finds nothing new.
-for i in $(seq 10); do
-  pids=$(ip netns pids "$netns_h3")
-  [[ -z $pids ]] && break
-  kill -STOP $pids 2>/dev/null
-  sleep 0.05
-done
+netns_signal_host 3 STOP
 frozen=$(ip netns pids "$netns_h3" | sort -n | tr '\n' ' ')
 resumed=$(wait_for_line 'resumed from commit .* now on 2 ranks' 60) || fail "training never resumed on 2 ranks"
 wait $job

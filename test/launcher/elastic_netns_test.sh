@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # chorusrun --elastic across three "hosts" (network namespaces joined by a
-# bridge, test/hierarchical/netns_hosts.sh), one rank on each, chorusrun in
+# bridge, test/support/netns_hosts.sh), one rank on each, chorusrun in
 # the first:
 #   1. train_mnist --elastic on 3 hosts; every process of the third host is
 #      killed mid-epoch (and the discovery script stops listing it, as a real
@@ -19,8 +19,8 @@ set -uo pipefail
 
 chorusrun=$1 train_mnist=$2 program=$3 data_dir=$4 report=${5:-} json=${6:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../hierarchical/netns_hosts.sh
-source "$here/../hierarchical/netns_hosts.sh"
+# shellcheck source=../support/netns_hosts.sh
+source "$here/../support/netns_hosts.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
@@ -37,8 +37,7 @@ chmod +x "$work/discover.sh"
 # chorusrun ARGS... in the first host, each output line prefixed with the
 # time it arrived (seconds since the epoch).
 elastic_run() {
-  timeout -k 5 "$NETNS_DEADLINE" ip netns exec "$netns_h1" unshare -u sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
-    "$chorusrun" --elastic --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $work/rsh" "$@" 2>&1 |
+  netns_chorusrun "$chorusrun" --elastic "$@" 2>&1 |
     while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done
 }
 
@@ -55,28 +54,7 @@ wait_for_line() {
   return 1
 }
 
-# Every process of the third host, until none is left: a process listed a
-# moment ago may be gone, and one may be forked after the listing (once a
-# run of the --min-np scenario kept its rank wrapper alive that way).
-kill_host3() {
-  local pids i
-  for i in $(seq 40); do
-    pids=$(ip netns pids "$netns_h3")
-    [[ -z $pids ]] && return 0
-    kill -9 $pids 2>/dev/null
-    sleep 0.05
-  done
-}
-
-no_leftovers() {
-  local i pids
-  for i in $(seq 50); do
-    pids=$(netns_pids)
-    [[ -z ${pids// /} ]] && return 0
-    sleep 0.1
-  done
-  fail "$1: processes left behind: $(ps -o pid=,args= -p "${pids// /,}" 2>/dev/null)"
-}
+no_leftovers() { netns_wait_empty || fail "$1: processes left behind: $(netns_ps)"; }
 
 # 1. Shrink to 2 hosts, grow back to 3, finish.
 NETNS_DEADLINE=240
@@ -101,7 +79,8 @@ done
 compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null || fail "commit 7 never appeared"
 sed -i '/10.200.0.3/d' "$work/hosts"
 killed=$(date +%s.%N)
-kill_host3
+# Every process of the third host, until none is left.
+netns_signal_host 3 KILL
 resumed=$(wait_for_line 'resumed from commit .* now on 2 ranks' 120) || fail "training never resumed on 2 ranks"
 printf '10.200.0.3:1\n' >>"$work/hosts"
 regrown=$(wait_for_line 'resumed from commit .* now on 3 ranks' 120) || fail "the third host never joined again"
@@ -173,7 +152,7 @@ done
 # said "the program failed by itself"). This part tests --min-np after a host
 # is lost from a running job.
 sleep 1
-kill_host3
+netns_signal_host 3 KILL
 wait $job
 rc=$?
 cat "$log"

@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "chorus_error_of.h"
 #include "options/usage_error.h"
+#include "support/chorus_error_of.h"
 
 namespace chorus::launcher {
 namespace {

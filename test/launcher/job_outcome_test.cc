@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "base/launcher_rendezvous.h"
-#include "chorus_error_of.h"
 #include "options/usage_error.h"
 #include "plan/mpi_implementation.h"
 #include "reports/report_protocol.h"
 #include "running/line_prefixer.h"
+#include "support/chorus_error_of.h"
 
 namespace chorus::launcher {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "chorus_error_of.h"
 #include "commands/openmpi_command.h"
 #include "commands/slurm_command.h"
 #include "options/usage_error.h"
+#include "support/chorus_error_of.h"
 
 namespace chorus::launcher {
 namespace {

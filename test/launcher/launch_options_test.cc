@@ -3,9 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "chorus_error_of.h"
 #include "options/runtime_settings.h"
 #include "options/usage_error.h"
+#include "support/chorus_error_of.h"
 
 namespace chorus::launcher {
 namespace {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # chorusrun across two "hosts": two network namespaces joined by a veth pair,
-# each with its own host name (unshare -u). chorusrun runs in the first and
-# reaches the second through an rsh agent script (as mpirun would use ssh).
+# each with its own host name (unshare -u), from test/support/netns_hosts.sh.
+# chorusrun runs in the first and reaches the second through an rsh agent
+# script (as mpirun would use ssh).
 # Checks, with 2 ranks per host:
 #   1. a run whose ranks allreduce; every rank's tagged line names its host;
 #      the same from a --hostfile of 1 and 3 slots: each rank on the host
@@ -17,83 +18,23 @@ set -uo pipefail
 
 chorusrun=$1
 program=$2
-source "$(dirname "$0")/../support/prerequisites.sh"
-setup_failed() { echo "FAIL: network-namespace hosts cannot be set up here: $*"; exit 1; }
+# shellcheck source=../support/netns_hosts.sh
+source "$(dirname "$0")/../support/netns_hosts.sh"
 fail() { echo "FAIL: $*"; failed=1; }
-
-chorus_require_root multihost_netns_test "creating network namespaces"
-chorus_require_tool multihost_netns_test ip "iproute2: the namespaces and their link"
-chorus_require_tool multihost_netns_test unshare "util-linux: a host name per namespace"
-
-id=$$
-ns1=chorus-h1-$id
-ns2=chorus-h2-$id
-veth1=chv${id}a
-veth2=chv${id}b
-work=$(mktemp -d /tmp/chorusrun-netns-XXXXXX)
 failed=0
 
-kill_namespace() {
-  local pids
-  pids=$(ip netns pids "$1" 2>/dev/null || true)
-  [[ -n "$pids" ]] && kill -9 $pids 2>/dev/null
-  return 0
-}
-cleanup() {
-  kill_namespace "$ns1"
-  kill_namespace "$ns2"
-  ip netns del "$ns1" 2>/dev/null
-  ip netns del "$ns2" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# The host names the checks below expect.
+netns_name1=chorus-h1
+netns_name2=chorus-h2
+netns_hosts_up
+work=$netns_work
+NETNS_DEADLINE=90
 
-ip netns add "$ns1" || setup_failed "'ip netns add' failed"
-ip netns add "$ns2" || setup_failed "'ip netns add' failed for a second namespace"
-ip link add "$veth1" type veth peer name "$veth2" || setup_failed "cannot create a veth pair"
-ip link set "$veth1" netns "$ns1"
-ip link set "$veth2" netns "$ns2"
-ip -n "$ns1" addr add 10.200.0.1/24 dev "$veth1"
-ip -n "$ns2" addr add 10.200.0.2/24 dev "$veth2"
-for ns in "$ns1" "$ns2"; do ip -n "$ns" link set lo up; done
-ip -n "$ns1" link set "$veth1" up
-ip -n "$ns2" link set "$veth2" up
+# on_host1 ARGS...: chorusrun in the first host, given the hosts with -H, 2
+# ranks each.
+on_host1() { netns_chorusrun "$chorusrun" -H 10.200.0.1:2,10.200.0.2:2 "$@"; }
 
-# mpirun calls: AGENT [ssh-like options] HOST COMMAND...; the host's address
-# picks its namespace.
-cat >"$work/rsh" <<AGENT
-#!/bin/sh
-while [ "\${1#-}" != "\$1" ]; do shift; done
-host=\$1; shift
-case "\$host" in
-  10.200.0.1) ns=$ns1; name=chorus-h1 ;;
-  10.200.0.2) ns=$ns2; name=chorus-h2 ;;
-  *) echo "rsh agent: unknown host \$host" >&2; exit 1 ;;
-esac
-exec ip netns exec "\$ns" unshare -u sh -c "hostname \$name; \$*"
-AGENT
-chmod +x "$work/rsh"
-
-# chorusrun ARGS... inside the first host, with a deadline; on_host1 gives
-# it the hosts with -H, 2 ranks each.
-chorusrun_on_host1() {
-  timeout -k 5 90 ip netns exec "$ns1" unshare -u sh -c 'hostname chorus-h1; exec "$@"' sh \
-    "$chorusrun" --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $work/rsh" "$@"
-}
-on_host1() { chorusrun_on_host1 -H 10.200.0.1:2,10.200.0.2:2 "$@"; }
-
-no_leftovers() {
-  local i pids
-  for i in $(seq 50); do
-    pids="$(ip netns pids "$ns1") $(ip netns pids "$ns2")"
-    [[ -z "${pids// /}" ]] && return 0
-    sleep 0.1
-  done
-  fail "$1: processes left behind: $(ps -o pid=,args= -p ${pids// /,} 2>/dev/null)"
-}
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset OMPI_MCA_btl_tcp_if_include OMPI_MCA_oob_tcp_if_include
+no_leftovers() { netns_wait_empty || fail "$1: processes left behind: $(netns_ps)"; }
 
 # 1. Success: every rank on its host, sums right.
 out=$(on_host1 "$program" allreduce 2>&1); rc=$?
@@ -115,7 +56,7 @@ cat >"$work/hostfile" <<'HOSTS'
 
 10.200.0.2 slots=3
 HOSTS
-out=$(chorusrun_on_host1 --hostfile "$work/hostfile" "$program" allreduce 2>&1); rc=$?
+out=$(netns_chorusrun "$chorusrun" --hostfile "$work/hostfile" "$program" allreduce 2>&1); rc=$?
 echo "$out"
 [[ $rc -eq 0 ]] || fail "hostfile run exited $rc"
 for rank in 0 1 2 3; do
@@ -144,7 +85,7 @@ for i in $(seq 600); do
   sleep 0.1
 done
 [[ $(ls "$ready" | wc -l) -eq 4 ]] || fail "cut run: ranks never got ready"
-ip -n "$ns2" link set "$veth2" down
+ip -n "$netns_h2" link set "$netns_veth2" down
 wait $job; rc=$?
 cat "$work/cut.out"
 [[ $rc -ne 0 && $rc -ne 124 && $rc -ne 137 ]] || fail "cut run: chorusrun exited $rc (124/137: it hung until the deadline)"

@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "base/settings.h"
-#include "chorus_error_of.h"
 #include "options/launch_options.h"
 #include "options/runtime_settings.h"
 #include "options/usage_error.h"
+#include "support/chorus_error_of.h"
 
 namespace chorus::launcher {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "chorus_error_of.h"
 #include "options/usage_error.h"
+#include "support/chorus_error_of.h"
 
 namespace chorus::launcher {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "async_test_backend.h"
 #include "runtime/init_with_backends.h"
+#include "support/async_device/async_test_backend.h"
 #include "support/device_runtime_allreduces.h"
 #include "support/harness.h"
 #include "support/reference.h"

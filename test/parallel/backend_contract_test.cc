@@ -36,16 +36,16 @@
 #include <string>
 #include <vector>
 
-#include "async_test_backend.h"
 #include "base/topology.h"
-#include "hierarchical_reference.h"
 #include "ops/device_hierarchical_setup.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_datatypes.h"
 #include "ops/mpi/mpi_setup_channel.h"
 #include "ops/shm/hierarchical_backend.h"
 #include "ops/shm/shm_backend.h"
+#include "support/async_device/async_test_backend.h"
 #include "support/harness.h"
+#include "support/hierarchical_reference.h"
 #include "support/reference.h"
 #ifdef CHORUS_WITH_CUDA
 #include <cuda_runtime_api.h>

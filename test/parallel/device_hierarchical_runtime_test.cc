@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "async_test_backend.h"
-#include "hierarchical_reference.h"
 #include "ops/device_hierarchical_backend.h"
 #include "ops/device_hierarchical_setup.h"
 #include "runtime/init_with_backends.h"
+#include "support/async_device/async_test_backend.h"
 #include "support/device_runtime_allreduces.h"
 #include "support/harness.h"
+#include "support/hierarchical_reference.h"
 #include "support/reference.h"
 
 namespace chorus_test {

@@ -29,13 +29,13 @@
 #include <string>
 #include <vector>
 
-#include "async_test_backend.h"
-#include "hierarchical_reference.h"
-#include "support/device_allreduce_check.h"
 #include "ops/device_hierarchical_backend.h"
 #include "ops/device_hierarchical_setup.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_datatypes.h"
+#include "support/async_device/async_test_backend.h"
+#include "support/device_allreduce_check.h"
+#include "support/hierarchical_reference.h"
 
 namespace chorus_test {
 namespace {

@@ -21,7 +21,7 @@
 #include "ops/shm/shm_allreduce.h"
 #include "ops/shm/shm_group.h"
 #include "ops/mpi/mpi_setup_channel.h"
-#include "hierarchical_reference.h"
+#include "support/hierarchical_reference.h"
 
 namespace chorus_test {
 namespace {

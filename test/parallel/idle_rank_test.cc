@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "support/harness.h"
-#include "thread_stats.h"
+#include "support/thread_stats.h"
 
 namespace chorus_test {
 namespace {

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "hierarchical_reference.h"
 #include "support/device_allreduce_check.h"
+#include "support/hierarchical_reference.h"
 
 #ifdef CHORUS_WITH_NCCL
 #include <cuda_runtime_api.h>

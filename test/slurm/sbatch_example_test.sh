@@ -6,7 +6,8 @@
 # topology and checked sums.
 #   sbatch_example_test.sh <example script> <chorusrun> <slurm_rank_check>
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin sbatch_example
 script=${1:?usage: $0 SBATCH_SCRIPT CHORUSRUN TEST_PROGRAM}
 chorusrun=${2:?usage: $0 SBATCH_SCRIPT CHORUSRUN TEST_PROGRAM}
@@ -21,12 +22,8 @@ output=$work_dir/job.out
 # this environment (SLURM_CONF, OMPI_MCA_*) on to the job.
 cd "$work_dir"
 echo "+ sbatch $script $bin ..."
-job_id=$(CHORUSRUN="$chorusrun" CHORUSRUN_OPTIONS="--network-interface lo" \
-  timeout 30 sbatch --parsable --job-name=$job --output="$output" \
-  "$script" "$bin" --expect-nodes 2 --expect-tasks-per-node 2 --gtest_brief=1) ||
-  fail "sbatch did not accept the job"
-job_id=${job_id%%;*}
-echo "job $job_id submitted"
+CHORUSRUN="$chorusrun" CHORUSRUN_OPTIONS="--network-interface lo" \
+  submit_job "$job" "$output" "$script" "$bin" --expect-nodes 2 --expect-tasks-per-node 2 --gtest_brief=1
 
 expect_job_completed "$job_id" 150 "$output"
 

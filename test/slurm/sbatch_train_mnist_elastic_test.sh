@@ -18,7 +18,8 @@
 # n2's slurmd is started again afterwards, for the tests that follow.
 #   sbatch_train_mnist_elastic_test.sh <example script> <build dir> <mnist dir> [report file] [ranks|node]
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin sbatch_train_mnist_elastic
 usage="usage: $0 SBATCH_SCRIPT BUILD_DIR MNIST_DIR [REPORT_FILE]"
 script=${1:?$usage}
@@ -109,12 +110,9 @@ cd "$work_dir"
 start=$(date +%s.%N)
 heartbeat=30
 [[ $loss == node ]] && heartbeat=5
-job_id=$(CHORUS_HEARTBEAT_TIMEOUT_SECONDS=$heartbeat CHORUS_BUILD_DIR="$build_dir" MNIST_DIR="$mnist_dir" CHORUSRUN_OPTIONS="--network-interface lo" \
-  CHORUS_MIN_NP=2 EPOCHS=$epochs COMMIT_EVERY=$commit_every CHORUS_ELASTIC_DIR="$commits" \
-  timeout 30 sbatch --parsable --job-name=$job --nodes=2 --ntasks-per-node=2 --output="$output" "$script") ||
-  fail "sbatch did not accept the job"
-job_id=${job_id%%;*}
-echo "job $job_id submitted"
+CHORUS_HEARTBEAT_TIMEOUT_SECONDS=$heartbeat CHORUS_BUILD_DIR="$build_dir" MNIST_DIR="$mnist_dir" \
+  CHORUSRUN_OPTIONS="--network-interface lo" CHORUS_MIN_NP=2 EPOCHS=$epochs COMMIT_EVERY=$commit_every \
+  CHORUS_ELASTIC_DIR="$commits" submit_job "$job" "$output" --nodes=2 --ntasks-per-node=2 "$script"
 
 end_job() {
   scancel "$job_id" 2>/dev/null || true
@@ -158,11 +156,7 @@ while [[ -n $(squeue -h -j "$job_id" -t pending,running,completing -o %t 2>/dev/
 done
 stop_stamping
 sed 's/^/  | /' "$output"
-info=$(scontrol show job "$job_id" 2>&1) || fail "scontrol does not know job $job_id: $info"
-state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
-exit_code=$(grep -o ' ExitCode=[0-9:]*' <<<"$info")
-echo "job $job_id: $state$exit_code"
-[[ $state == JobState=COMPLETED && $exit_code == ' ExitCode=0:0' ]] || fail "job $job_id ended with $state$exit_code"
+expect_job_state_completed "$job_id"
 
 expect_line "$output" '^chorusrun: elastic: attempt 0: 4 rank\(s\) on the Slurm allocation$' \
   "chorusrun did not start 4 ranks on the allocation"

@@ -9,7 +9,8 @@
 # loss and accuracy, with accuracy >= 0.94.
 #   sbatch_train_mnist_python_test.sh <example script> <source dir> <build dir> <python> <mnist dir>
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin sbatch_train_mnist_python
 usage="usage: $0 SBATCH_SCRIPT SOURCE_DIR BUILD_DIR PYTHON MNIST_DIR"
 script=${1:?$usage} source_dir=${2:?$usage} build_dir=${3:?$usage} python=${4:?$usage} mnist_dir=${5:?$usage}
@@ -20,12 +21,8 @@ job=chorus-sbatch-mnist-python
 output=$work_dir/job.out
 
 cd "$work_dir"
-job_id=$(CHORUS_SOURCE_DIR="$source_dir" CHORUS_BUILD_DIR="$build_dir" CHORUS_PYTHON="$python" MNIST_DIR="$mnist_dir" \
-  CHORUSRUN_OPTIONS="--network-interface lo" \
-  timeout 30 sbatch --parsable --job-name=$job --output="$output" "$script") ||
-  fail "sbatch did not accept the job"
-job_id=${job_id%%;*}
-echo "job $job_id submitted"
+CHORUS_SOURCE_DIR="$source_dir" CHORUS_BUILD_DIR="$build_dir" CHORUS_PYTHON="$python" MNIST_DIR="$mnist_dir" \
+  CHORUSRUN_OPTIONS="--network-interface lo" submit_job "$job" "$output" "$script"
 expect_job_completed "$job_id" 200 "$output"
 grep -Eq '^\[0\] epoch 5/5 .*test accuracy [0-9.]+' "$output" ||
   fail "rank 0 printed no 'epoch 5/5 ... test accuracy' line"

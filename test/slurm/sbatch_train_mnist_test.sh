@@ -9,7 +9,8 @@
 # identical parameters.
 #   sbatch_train_mnist_test.sh <example script> <build dir> <mnist dir>
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin sbatch_train_mnist
 script=${1:?usage: $0 SBATCH_SCRIPT BUILD_DIR MNIST_DIR}
 build_dir=${2:?usage: $0 SBATCH_SCRIPT BUILD_DIR MNIST_DIR}
@@ -21,11 +22,8 @@ job=chorus-sbatch-mnist
 output=$work_dir/job.out
 
 cd "$work_dir"
-job_id=$(CHORUS_BUILD_DIR="$build_dir" MNIST_DIR="$mnist_dir" CHORUSRUN_OPTIONS="--network-interface lo" \
-  timeout 30 sbatch --parsable --job-name=$job --output="$output" "$script") ||
-  fail "sbatch did not accept the job"
-job_id=${job_id%%;*}
-echo "job $job_id submitted"
+CHORUS_BUILD_DIR="$build_dir" MNIST_DIR="$mnist_dir" CHORUSRUN_OPTIONS="--network-interface lo" \
+  submit_job "$job" "$output" "$script"
 expect_job_completed "$job_id" 240 "$output"
 
 line=$(grep -E '^\[0\] epoch 1/1 .*test accuracy [0-9.]+' "$output" | tail -n 1) ||

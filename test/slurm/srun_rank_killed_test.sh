@@ -4,7 +4,8 @@
 # must name the killed task, and no task may be left running.
 #   srun_rank_killed_test.sh <slurm_rank_killed binary>
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin srun_rank_killed
 bin=${1:?usage: $0 TEST_PROGRAM}
 [[ -x $bin ]] || fail "$bin is not an executable"

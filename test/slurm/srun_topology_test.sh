@@ -5,7 +5,8 @@
 # against the layout srun's block distribution gives) and get correct sums.
 #   srun_topology_test.sh <slurm_rank_check binary>
 set -euo pipefail
-source "$(dirname "$0")/slurm_test_lib.sh"
+# shellcheck source=../support/slurm_test_lib.sh
+source "$(dirname "$0")/../support/slurm_test_lib.sh"
 slurm_test_begin srun_topology
 bin=${1:?usage: $0 TEST_PROGRAM}
 [[ -x $bin ]] || fail "$bin is not an executable"

@@ -20,8 +20,8 @@
 #include "chorus/atomic_file.h"
 #include "chorus/checked_file.h"
 #include "chorus/status.h"
-#include "chorus_error_of.h"
-#include "file_size_limit.h"
+#include "support/chorus_error_of.h"
+#include "support/file_size_limit.h"
 
 namespace {
 

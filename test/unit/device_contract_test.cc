@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "async_test_device.h"
 #include "ops/kernels/convert.h"
 #include "ops/kernels/half.h"
 #include "ops/kernels/host_device.h"
 #include "ops/kernels/scale.h"
+#include "support/async_device/async_test_device.h"
 #ifdef CHORUS_WITH_CUDA
 #include <cuda_runtime_api.h>
 

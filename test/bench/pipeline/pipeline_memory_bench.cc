@@ -27,7 +27,7 @@
 #include <torch/torch.h>
 
 #include "chorus/torch.h"
-#include "cpu_tensor_bytes.h"
+#include "support/cpu_tensor_bytes.h"
 
 namespace po = boost::program_options;
 namespace ct = chorus::torch;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A Python program under chorusrun --elastic, across three "hosts" (network
-# namespaces, test/hierarchical/netns_hosts.sh), one rank on each, as
+# namespaces, test/support/netns_hosts.sh), one rank on each, as
 # test/launcher/elastic_netns_test.sh and elastic_netns_frozen_test.sh run
 # the C++ train_mnist: examples/python/elastic_train.py (hvd.elastic.run,
 # TorchState with model, DistributedOptimizer, ElasticSampler and counters)
@@ -30,8 +30,8 @@ set -uo pipefail
 chorusrun=$1 python=$2 package_dir=$3 mode=${4:-kill}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-# shellcheck source=../../hierarchical/netns_hosts.sh
-source "$root/test/hierarchical/netns_hosts.sh"
+# shellcheck source=../../support/netns_hosts.sh
+source "$root/test/support/netns_hosts.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 [[ $mode == kill || $mode == freeze ]] || { echo "elastic_netns_test: unknown mode '$mode'" >&2; exit 2; }
@@ -63,17 +63,6 @@ wait_for_line() {
   done
   return 1
 }
-# Every process of the third host, until a listing finds none left to signal.
-signal_host3() {
-  local pids i
-  for i in $(seq 40); do
-    pids=$(ip netns pids "$netns_h3")
-    [[ -z $pids ]] && return 0
-    kill "-$1" $pids 2>/dev/null
-    [[ $1 == STOP ]] && [[ $i -ge 10 ]] && return 0
-    sleep 0.05
-  done
-}
 
 commit_every=10
 # 8 epochs of 100 steps, 20 ms each at least: the job still trains when the
@@ -85,10 +74,8 @@ else
   hosts=(--min-np 2 -H 10.200.0.1:1,10.200.0.2:1,10.200.0.3:1 --heartbeat-timeout-seconds 3)
 fi
 NETNS_DEADLINE=240
-timeout -k 5 "$NETNS_DEADLINE" ip netns exec "$netns_h1" unshare -u sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
-  "$chorusrun" --elastic --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $work/rsh" \
-  "${hosts[@]}" -- "$python" "$root/examples/python/elastic_train.py" "${options[@]}" \
-  --summary-json "$work/summary.json" >"$log" 2>&1 &
+netns_chorusrun "$chorusrun" --elastic "${hosts[@]}" -- "$python" "$root/examples/python/elastic_train.py" \
+  "${options[@]}" --summary-json "$work/summary.json" >"$log" 2>&1 &
 job=$!
 wait_for_line 'no commit yet, starting on 3 ranks' 120 || fail "training never started on 3 ranks"
 for i in $(seq 1200); do
@@ -98,12 +85,12 @@ done
 compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null || fail "commit 7 never appeared"
 if [[ $mode == kill ]]; then
   sed -i '/10.200.0.3/d' "$work/hosts"
-  signal_host3 KILL
+  netns_signal_host 3 KILL
   wait_for_line 'resumed from commit .* now on 2 ranks' 120 || fail "training never resumed on 2 ranks"
   printf '10.200.0.3:1\n' >>"$work/hosts"
   wait_for_line 'resumed from commit .* now on 3 ranks' 120 || fail "the third host never joined again"
 else
-  signal_host3 STOP
+  netns_signal_host 3 STOP
   frozen=$(ip netns pids "$netns_h3" | sort -n | tr '\n' ' ')
   wait_for_line 'resumed from commit .* now on 2 ranks' 120 || fail "training never resumed on 2 ranks"
 fi
@@ -152,12 +139,7 @@ else
   fail "no summary written (the job did not finish)"
 fi
 if [[ $mode == kill ]]; then
-  for i in $(seq 50); do
-    pids=$(netns_pids)
-    [[ -z ${pids// /} ]] && break
-    sleep 0.1
-  done
-  [[ -z ${pids// /} ]] || fail "processes left behind: $(ps -o pid=,args= -p "${pids// /,}" 2>/dev/null)"
+  netns_wait_empty || fail "processes left behind: $(netns_ps)"
 else
   live=$( (ip netns pids "$netns_h1"; ip netns pids "$netns_h2") | tr '\n' ' ')
   [[ -z ${live// /} ]] || fail "processes left on the live hosts: $(ps -o pid=,stat=,args= -p "${live// /,}" 2>/dev/null)"

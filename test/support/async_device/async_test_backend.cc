@@ -1,4 +1,4 @@
-#include "async_test_backend.h"
+#include "support/async_device/async_test_backend.h"
 
 namespace chorus_test {
 namespace {

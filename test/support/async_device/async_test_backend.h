@@ -14,9 +14,9 @@
 #include <mutex>
 #include <string>
 
-#include "async_test_device.h"
 #include "contracts/backend.h"
 #include "contracts/backend_registry.h"
+#include "support/async_device/async_test_device.h"
 
 namespace chorus_test {
 

@@ -1,4 +1,4 @@
-#include "async_test_device.h"
+#include "support/async_device/async_test_device.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -24,9 +24,9 @@
 #include "chorus/torch/distributed_optimizer.h"
 #include "chorus/torch/checkpoint/early_stopping.h"
 #include "chorus/torch/state_broadcast.h"
+#include "support/chorus_error_of.h"
+#include "support/file_size_limit.h"
 #include "support/harness.h"
-#include "chorus_error_of.h"
-#include "file_size_limit.h"
 
 namespace chorus_test {
 namespace {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "chorus/torch/distributed_optimizer.h"
-#include "chorus_average.h"
 #include "distributed_optimizer_test_support.h"
+#include "support/chorus_average.h"
 #include "support/harness.h"
 
 namespace chorus_test {

@@ -24,7 +24,6 @@
 #include "chorus/checked_file.h"
 #include "chorus/torch/checkpoint/elastic_state.h"
 #include "support/harness.h"
-#include "chorus_error_of.h"
 #include "torch_test_support.h"
 
 namespace chorus_test {

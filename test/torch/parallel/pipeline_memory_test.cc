@@ -22,7 +22,7 @@
 #include <string>
 
 #include "chorus/torch/pipeline/pipeline.h"
-#include "cpu_tensor_bytes.h"
+#include "support/cpu_tensor_bytes.h"
 #include "torch_test_support.h"
 
 namespace chorus_torch_test {

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "chorus/torch/distributed_optimizer.h"
-#include "chorus_average.h"
 #include "chorus/torch/pipeline/pipeline.h"
+#include "support/chorus_average.h"
 #include "torch_test_support.h"
 
 namespace chorus_torch_test {

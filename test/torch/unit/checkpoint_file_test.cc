@@ -17,7 +17,7 @@
 
 #include "chorus/torch/checkpoint/checkpoint.h"
 #include "chorus/torch/checkpoint/metric_mode.h"
-#include "chorus_error_of.h"
+#include "support/chorus_error_of.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include "chorus/checked_file.h"
 #include "chorus/status.h"
 #include "elastic_commit_store.h"
-#include "chorus_error_of.h"
+#include "support/chorus_error_of.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include "chorus/status.h"
 #include "chorus/torch/autocast.h"
 #include "chorus/torch/grad_scaler.h"
-#include "chorus_error_of.h"
+#include "support/chorus_error_of.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 
 #include "chorus/status.h"
 #include "chorus/torch/learning_rate.h"
-#include "chorus_error_of.h"
+#include "support/chorus_error_of.h"
 
 namespace {
 

@@ -22,8 +22,9 @@
 #include <torch/torch.h>
 
 #include "chorus/torch/pipeline/pipeline.h"
-#include "cpu_tensor_bytes.h"
+#include "support/cpu_tensor_bytes.h"
 #include "in_process_stage_link.h"
+#include "support/cpu_tensor_bytes.h"
 
 namespace chorus {
 namespace torch {

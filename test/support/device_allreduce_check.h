@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "hierarchical_reference.h"
 #include "contracts/backend.h"
 #include "contracts/device.h"
+#include "support/hierarchical_reference.h"
 
 namespace chorus_test {
 

@@ -24,14 +24,34 @@
 #                                  NETNS_KEEPALIVE=0 leaves out Open MPI's TCP
 #                                  keepalive (on by default: a cut link then
 #                                  ends the job even without Chorus's heartbeat)
-#   netns_pids                     the processes still in either namespace
+#   netns_chorusrun CHORUSRUN [chorusrun options] [--] PROGRAM [ARGS]
+#                                  chorusrun from the first host, over the
+#                                  hosts' network and through the agent (the
+#                                  caller names the hosts: -H, --hostfile or a
+#                                  discovery script), under the same deadline;
+#                                  returns chorusrun's status (124/137:
+#                                  deadline)
+#   netns_pids                     the processes still in any namespace
+#   netns_wait_empty               waits up to 5 s for the namespaces to have
+#                                  no process left; returns 1 if some stay
+#   netns_ps                       what netns_pids lists, a line "PID COMMAND"
+#                                  each (for a failure's message)
+#   netns_signal_host N SIGNAL     SIGNAL (KILL, STOP...) to every process of
+#                                  host N, until a listing finds none left: a
+#                                  process listed a moment ago may be gone and
+#                                  one may be forked after the listing (a rank
+#                                  wrapper once survived so); at most 40
+#                                  rounds, 10 for STOP (a stopped process stays
+#                                  listed)
+# The hosts' names are netns_name1, netns_name2 and netns_name3
+# (hier<pid>-h1...); a test may set others before netns_hosts_up.
 # Names carry this shell's pid, so concurrent test runs never collide. The
 # suite's rule (test/support/prerequisites.sh): without root the test skips
 # (exit 77) saying so; as root, namespaces that cannot be made (no iproute2,
 # no permission) FAIL the test with the reason.
 set -uo pipefail
-# shellcheck source=../support/prerequisites.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../support/prerequisites.sh"
+# shellcheck source=prerequisites.sh
+source "$(dirname "${BASH_SOURCE[0]}")/prerequisites.sh"
 
 netns_id=$$
 netns_h1=chorus-hier-$netns_id-h1
@@ -55,6 +75,32 @@ netns_fail_setup() {
 netns_pids() {
   local ns
   for ns in "$netns_h1" "$netns_h2" "$netns_h3"; do ip netns pids "$ns" 2>/dev/null; done | tr '\n' ' '
+}
+
+netns_wait_empty() {
+  local i
+  for i in $(seq 50); do
+    [[ -z $(netns_pids | tr -d ' ') ]] && return 0
+    sleep 0.1
+  done
+  [[ -z $(netns_pids | tr -d ' ') ]]
+}
+
+netns_ps() {
+  local pids
+  pids=$(netns_pids)
+  ps -o pid=,args= -p "${pids// /,}" 2>/dev/null
+}
+
+netns_signal_host() {
+  local ns=chorus-hier-$netns_id-h$1 signal=$2 pids i
+  for i in $(seq 40); do
+    pids=$(ip netns pids "$ns")
+    [[ -z $pids ]] && return 0
+    kill "-$signal" $pids 2>/dev/null
+    [[ $signal == STOP ]] && [[ $i -ge 10 ]] && return 0
+    sleep 0.05
+  done
 }
 
 netns_hosts_down() {
@@ -91,8 +137,8 @@ netns_remove_stale() {
 
 netns_hosts_up() {
   chorus_require_root "$(basename "$0")" "creating network namespaces"
-  command -v ip >/dev/null || netns_fail_setup "iproute2 ('ip') is not installed"
-  command -v unshare >/dev/null || netns_fail_setup "unshare (util-linux) is not installed"
+  chorus_require_tool "$(basename "$0")" ip "iproute2: the namespaces and their links"
+  chorus_require_tool "$(basename "$0")" unshare "util-linux: a host name per namespace"
   trap netns_hosts_down EXIT
   trap 'exit 1' INT TERM
   netns_remove_stale
@@ -162,13 +208,24 @@ netns_mpirun() {
   [[ $# -gt 0 ]] && shift
   local keepalive=(--mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 2)
   [[ ${NETNS_KEEPALIVE:-1} == 0 ]] && keepalive=()
+  netns_on_host1 mpirun -np $((slots1 + slots2)) --hostfile "$netns_work/hostfile" --oversubscribe \
+    --mca plm_rsh_agent "$netns_work/rsh" --mca btl self,vader,tcp \
+    --mca btl_tcp_if_include 10.200.0.0/24 --mca oob_tcp_if_include 10.200.0.0/24 \
+    "${keepalive[@]}" "${options[@]}" "$@"
+}
+
+netns_chorusrun() {
+  local chorusrun=$1
+  shift
+  netns_on_host1 "$chorusrun" --network-interface 10.200.0.0/24 --mpi-args "--mca plm_rsh_agent $netns_work/rsh" "$@"
+}
+
+# COMMAND... in the first host with its name, under the deadline: the
+# launchers of netns_mpirun and netns_chorusrun.
+netns_on_host1() {
   # The ctest environment pins Open MPI to loopback; these hosts talk over the veth.
   env -u OMPI_MCA_btl_tcp_if_include -u OMPI_MCA_oob_tcp_if_include \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     timeout -k 5 "$NETNS_DEADLINE" ip netns exec "$netns_h1" unshare -u \
-    sh -c 'hostname "$0"; exec "$@"' "$netns_name1" \
-    mpirun -np $((slots1 + slots2)) --hostfile "$netns_work/hostfile" --oversubscribe \
-    --mca plm_rsh_agent "$netns_work/rsh" --mca btl self,vader,tcp \
-    --mca btl_tcp_if_include 10.200.0.0/24 --mca oob_tcp_if_include 10.200.0.0/24 \
-    "${keepalive[@]}" "${options[@]}" "$@"
+    sh -c 'hostname "$0"; exec "$@"' "$netns_name1" "$@"
 }

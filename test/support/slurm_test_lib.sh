@@ -2,8 +2,8 @@
 # is started by the slurm_cluster_start fixture (scripts/slurm_cluster.sh)
 # and found through SLURM_CONF, which CTest sets for every Slurm test.
 
-# shellcheck source=../support/prerequisites.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../support/prerequisites.sh"
+# shellcheck source=prerequisites.sh
+source "$(dirname "${BASH_SOURCE[0]}")/prerequisites.sh"
 
 # slurm_test_begin NAME: checks that the cluster can be used, or explains why
 # not: a skip without root, a failure otherwise (test/support/prerequisites.sh).
@@ -28,11 +28,25 @@ fail() {
   exit 1
 }
 
+# submit_job JOB_NAME OUTPUT_FILE [sbatch options] SCRIPT [ARGS]: submits
+# the job with sbatch (which passes this environment on to it; variables set
+# on the call's line included) and sets `job_id`; fails unless sbatch accepts
+# it within 30 s.
+submit_job() {
+  local name=$1 output=$2
+  shift 2
+  job_id=$(timeout 30 sbatch --parsable --job-name="$name" --output="$output" "$@") ||
+    fail "sbatch did not accept the job"
+  job_id=${job_id%%;*}
+  echo "job $job_id submitted"
+}
+
 # expect_job_completed JOB_ID SECONDS OUTPUT_FILE: waits for the sbatch job to
 # leave the queue (cancelling it, with its output shown, after SECONDS), shows
-# its output, and fails unless Slurm says it COMPLETED with exit code 0:0.
+# its output, and fails unless Slurm says it COMPLETED with exit code 0:0
+# (expect_job_state_completed).
 expect_job_completed() {
-  local job_id=$1 seconds=$2 output=$3 info state exit_code
+  local job_id=$1 seconds=$2 output=$3
   local deadline=$((SECONDS + seconds))
   while [[ -n $(squeue -h -j "$job_id" -t pending,running,completing -o %t 2>/dev/null) ]]; do
     if ((SECONDS >= deadline)); then
@@ -44,6 +58,13 @@ expect_job_completed() {
   done
   [[ -r $output ]] || fail "the job wrote no output file $output"
   sed 's/^/  | /' "$output"
+  expect_job_state_completed "$job_id"
+}
+
+# expect_job_state_completed JOB_ID: the job, out of the queue, must have
+# COMPLETED with exit code 0:0 by Slurm's account.
+expect_job_state_completed() {
+  local job_id=$1 info state exit_code
   info=$(scontrol show job "$job_id" 2>&1) || fail "scontrol does not know job $job_id: $info"
   state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
   exit_code=$(grep -o ' ExitCode=[0-9:]*' <<<"$info")
