@@ -23,6 +23,7 @@
 
 #include "chorus/checked_file.h"
 #include "chorus/torch/checkpoint/elastic_state.h"
+#include "support/chorus_error_of.h"
 #include "support/harness.h"
 #include "torch_test_support.h"
 
