@@ -1,7 +1,10 @@
 #include "chorus/epoch_permutation.h"
 
 #include <random>
+#include <string>
 #include <utility>
+
+#include "chorus/status.h"
 
 namespace chorus {
 namespace {
@@ -28,6 +31,10 @@ uint64_t uniform_below(std::mt19937_64& generator, uint64_t bound) {
 }  // namespace
 
 std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch) {
+  if (n < 0) {
+    throw Error(Status::InvalidArgument("epoch_permutation: n = " + std::to_string(n) +
+                                        " is negative; expected the number of samples (>= 0)"));
+  }
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   std::mt19937_64 generator(mix(seed ^ mix(static_cast<uint64_t>(epoch))));

@@ -1,10 +1,13 @@
 // chorus::epoch_permutation: a permutation of [0, n) fixed by (seed, epoch).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "chorus/epoch_permutation.h"
+#include "chorus/status.h"
+#include "support/chorus_error_of.h"
 
 namespace chorus {
 namespace {
@@ -35,6 +38,11 @@ TEST(EpochPermutation, FixedValuesGuardTheArithmetic) {
   // these, and with them every rank's data order in train_mnist and
   // train_mnist_cuda (whose runs must stay reproducible across versions).
   EXPECT_EQ(epoch_permutation(8, 42, 0), (std::vector<int64_t>{1, 0, 3, 4, 2, 7, 6, 5}));
+}
+
+TEST(EpochPermutation, ANegativeSizeIsNamed) {
+  EXPECT_THAT(chorus_test::error_of([] { epoch_permutation(-3, 42, 0); }),
+              ::testing::HasSubstr("n = -3 is negative; expected the number of samples (>= 0)"));
 }
 
 }  // namespace

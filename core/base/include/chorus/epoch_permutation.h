@@ -13,7 +13,8 @@ namespace chorus {
 // over std::mt19937_64 (whose output the C++ standard fixes), seeded with
 // SplitMix64(seed ^ SplitMix64(epoch)), drawing bounded integers by
 // rejection (std::uniform_int_distribution's algorithm varies between
-// libraries). n = 0 gives an empty permutation.
+// libraries). n = 0 gives an empty permutation; a negative n throws
+// chorus::Error (InvalidArgument).
 std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch);
 
 }  // namespace chorus
