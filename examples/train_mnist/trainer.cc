@@ -21,10 +21,6 @@ namespace ct = chorus::torch;
 // Evaluation forward passes take this many images at once (memory bound).
 constexpr int64_t kEvalChunk = 1000;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // XXH3 of each parameter's bytes, then of those hashes in order.
 uint64_t digest_of(const torch::nn::Module& model) {
   std::vector<uint64_t> hashes;
@@ -53,6 +49,10 @@ chorus::torch::GradScalerOptions scaler_options(chorus::torch::AmpMode amp) {
 }
 
 }  // namespace
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 Trainer::Trainer(TrainOptions options, std::ostream& out, bool live_progress)
     : options_(std::move(options)),

@@ -33,6 +33,7 @@
 // allreduced, so every rank still sees the same test metrics.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -49,6 +50,10 @@
 #include "train_options.h"
 
 namespace train_mnist {
+
+// Seconds on the steady clock from `start` until now: what the trainer's
+// reports and timings count.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 class Trainer {
  public:

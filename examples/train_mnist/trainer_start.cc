@@ -13,10 +13,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace ct = chorus::torch;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 }  // namespace
 
 bool Trainer::restore_elastic() {
