@@ -16,6 +16,7 @@ class HostBackend : public Backend {
  public:
   bool supports(const Device& device) const override { return device.kind == Device::Kind::kCPU; }
   DeviceOps* device_ops(const Device&) override { return &device_; }
+  bool runs_on_any_thread() const override { return true; }
 
  private:
   HostDevice device_;

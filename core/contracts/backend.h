@@ -50,6 +50,11 @@ class Backend {
   // The memory operations of `device` (which supports() accepted), on the
   // stream this backend's collectives run on.
   virtual DeviceOps* device_ops(const Device& device) = 0;
+  // Whether any thread may run its collectives: they work on host memory
+  // and leave no state behind in the thread (a GPU's current device, say).
+  // Only then does a framework thread that waits for a result run the
+  // runtime's cycles itself (runtime/cycle_token.h).
+  virtual bool runs_on_any_thread() const { return false; }
 
   // Like every collective, all ranks call these with the same arguments. A
   // reduction's result is multiplied by `factor` (an average's 1/size and a

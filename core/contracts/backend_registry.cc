@@ -9,6 +9,13 @@ Backend* BackendRegistry::select(const Device& device) const {
   return nullptr;
 }
 
+bool BackendRegistry::run_on_any_thread() const {
+  for (const auto& backend : backends_) {
+    if (!backend->runs_on_any_thread()) return false;
+  }
+  return true;
+}
+
 Status BackendRegistry::check(const std::string& name, const Device& device) const {
   if (supports(device)) return Status::OK();
   const auto why = explanations_.find(device.kind);

@@ -26,6 +26,8 @@ class BackendRegistry {
   // nullptr when no backend supports the device.
   Backend* select(const Device& device) const;
   bool supports(const Device& device) const { return select(device) != nullptr; }
+  // Every backend's Backend::runs_on_any_thread().
+  bool run_on_any_thread() const;
   // The job is failing: every backend ends its outstanding work with an
   // error naming `reason` (Backend::abort), so that nothing waits for a
   // device collective whose peers are gone.

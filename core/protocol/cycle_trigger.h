@@ -27,7 +27,20 @@ struct LocalWork {
   // This rank has collectives waiting for other ranks (its part of them is
   // enqueued). A cycle can complete another rank's collective only then.
   std::function<bool()> in_flight = [] { return true; };
+  // Called around each sched_yield() between cycles: the background thread
+  // lets a framework thread that waits for a result run cycles meanwhile
+  // (runtime/cycle_token.h). after_yield() may return much later, with the
+  // trigger's cycles moved on by the ones run meanwhile.
+  std::function<void()> before_yield = [] {};
+  std::function<void()> after_yield = [] {};
+  // A thread that runs cycles for its own result stops waiting for the
+  // next one once the result is done without it (failed by a lost peer):
+  // wait_for_cycle() then returns kInProgress with no cycle started.
+  std::function<bool()> stop_waiting = [] { return false; };
 };
+
+// What wait_for_cycle() returns when `stop_waiting` ended the wait.
+inline Status no_cycle_started() { return Status::InProgress("no cycle started: the waiter's result is done"); }
 
 // A framework thread usually enqueues a burst (the gradients of a backward
 // pass, a loop of allreduce_async calls) and wakes the background thread
@@ -82,6 +95,11 @@ class CycleTrigger {
   // whenever the wake signal fires (and after every poll); `timer` matters
   // only on the coordinator.
   virtual Status wait_for_cycle(const LocalWork& work, std::optional<Clock::time_point> timer) = 0;
+  // Whether a framework thread that waits for a result may run cycles
+  // itself (runtime/cycle_token.h): the trigger's waits then call
+  // LocalWork's before_yield/after_yield around their yields and end on
+  // its stop_waiting.
+  virtual bool lets_waiters_run_cycles() const { return false; }
   // The minimum time between the starts of two cycles (CHORUS_CYCLE_TIME_MS),
   // changed by the autotuner from the background thread between cycles.
   virtual void set_min_interval_ms(double ms) = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -27,8 +28,9 @@ using detail::submit_one;
 // Owns the process's runtime between init() and shutdown(), and the count of
 // threads blocked on its handles, which lives as long as the process because
 // handles may outlive the runtime. Framework threads take a reference to the
-// runtime for the duration of a call.
-class RuntimeOwner {
+// runtime for the duration of a call, and a thread that runs cycles while it
+// waits for the duration of those.
+class RuntimeOwner : public detail::CycleRunner {
  public:
   static RuntimeOwner& instance() {
     static RuntimeOwner owner;
@@ -43,7 +45,7 @@ class RuntimeOwner {
     // still reached init(), and chorusrun's start timeout says so.
     report_init_to_launcher();
     std::unique_ptr<Runtime> runtime;
-    throw_if_error(Runtime::create(&runtime, &blocked_waiters_, nullptr, custom));
+    throw_if_error(Runtime::create(&runtime, &blocked_waiters_, this, nullptr, custom));
     runtime_ = std::move(runtime);
     if (!exit_hook_registered_) {
       // A rank that returns from main() without shutdown() still tells its
@@ -73,6 +75,15 @@ class RuntimeOwner {
   bool initialized() {
     std::lock_guard<std::mutex> lock(mutex_);
     return runtime_ != nullptr;
+  }
+
+  bool run_cycles_until(const std::function<bool()>& done) override {
+    std::shared_ptr<Runtime> runtime;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      runtime = runtime_;
+    }
+    return runtime && runtime->run_cycles_until(done);
   }
 
   std::shared_ptr<Runtime> get() {

@@ -94,8 +94,16 @@ bool HandleState::block_until_done(std::unique_lock<std::mutex>& lock,
   return finished;
 }
 
+void HandleState::run_cycles() const {
+  if (cycles_ == nullptr || progress_ || finished()) return;
+  if (blocked_) blocked_->fetch_add(1, std::memory_order_relaxed);
+  cycles_->run_cycles_until([this] { return finished(); });
+  if (blocked_) blocked_->fetch_sub(1, std::memory_order_relaxed);
+}
+
 Status HandleState::wait() const {
   drive(std::nullopt);
+  run_cycles();
   std::unique_lock<std::mutex> lock(mutex_);
   block_until_done(lock, std::nullopt);
   return status_;

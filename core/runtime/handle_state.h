@@ -30,6 +30,16 @@ namespace detail {
 // counting references per handle cost ~3% of the 200 x 4 KiB step.
 using BlockedWaiters = std::atomic<int>;
 
+// Runs the runtime's cycles on a thread that waits for a result, until the
+// result is done (Runtime::run_cycles_until, runtime/cycle_token.h). Like
+// the count above it belongs to the process (RuntimeOwner), which finds the
+// runtime running at the time; false when nothing ran.
+class CycleRunner {
+ public:
+  virtual ~CycleRunner() = default;
+  virtual bool run_cycles_until(const std::function<bool()>& done) = 0;
+};
+
 // Work that advances only while a thread drives it: point-to-point transfers
 // (core/contracts/point_to_point.h) progress in the threads that test or wait for them,
 // not on the background thread. A handle with a progress drives it in
@@ -47,12 +57,15 @@ class HandleProgress {
 class HandleState {
  public:
   // `op`: what the handle waits for, which decides the results it has.
-  // `blocked`, when given, counts this handle's blocked waiters too; it must
-  // outlive the state.
-  HandleState(std::string name, OpType op, int members, BlockedWaiters* blocked = nullptr)
+  // `blocked`, when given, counts this handle's blocked waiters too;
+  // `cycles`, when given, runs cycles in wait() until the handle is done.
+  // Both must outlive the state.
+  HandleState(std::string name, OpType op, int members, BlockedWaiters* blocked = nullptr,
+              CycleRunner* cycles = nullptr)
       : name_(std::move(name)),
         op_(op),
         blocked_(blocked),
+        cycles_(cycles),
         members_(members),
         remaining_(members) {}
 
@@ -114,10 +127,14 @@ class HandleState {
   bool finished() const;
   // Drives the progress, if any, until done or `deadline`.
   void drive(std::optional<std::chrono::steady_clock::time_point> deadline) const;
+  // A wait without a deadline on a collective: runs the cycles it needs on
+  // this thread when it can (CycleRunner).
+  void run_cycles() const;
 
   const std::string name_;
   const OpType op_;
   BlockedWaiters* const blocked_;
+  CycleRunner* const cycles_;
   std::shared_ptr<HandleProgress> progress_;
   mutable std::mutex mutex_;
   mutable std::condition_variable done_cv_;

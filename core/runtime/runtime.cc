@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "autotune/standard_knobs.h"
 #include "runtime/fusion_planner.h"
@@ -15,7 +16,8 @@
 namespace chorus {
 
 Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* blocked_waiters,
-                       const Config::Lookup& env, const std::vector<BackendMaker>& custom) {
+                       detail::CycleRunner* cycle_runner, const Config::Lookup& env,
+                       const std::vector<BackendMaker>& custom) {
   Config config;
   Status local = Config::from_env(&config, env);
   if (!local.ok()) config = Config();  // communication still connects, to agree on failing
@@ -29,7 +31,7 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
   // forever: every rank fails together, naming the ranks.
   CHORUS_RETURN_IF_ERROR(agree_on_settings(comm->controller_transport(), local, config));
   CHORUS_RETURN_IF_ERROR(comm->start(config, custom));
-  std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm), blocked_waiters));
+  std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm), blocked_waiters, cycle_runner));
   if (!config.timeline_path.empty() && runtime->topology().rank == 0) {
     local = runtime->timeline_.open(config.timeline_path);
   }
@@ -74,12 +76,13 @@ Status Runtime::agree(const Status& local, const std::string& what) {
 }
 
 Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
-                 detail::BlockedWaiters* blocked_waiters)
+                 detail::BlockedWaiters* blocked_waiters, detail::CycleRunner* cycle_runner)
     : config_(config),
       fusion_threshold_bytes_(config.fusion_threshold_bytes),
       comm_(std::move(comm)),
       p2p_progress_(std::make_shared<PointToPointProgress>(comm_->point_to_point())),
       blocked_waiters_(blocked_waiters),
+      cycle_runner_(cycle_runner),
       tuning_knobs_(config_.autotune ? tuning_knobs() : std::vector<TuningKnob>{}),
       process_sets_(comm_->topology().size),
       queue_(comm_->topology().rank, comm_->trigger()->wake_signal()),
@@ -93,7 +96,26 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
             }
             return comm_->process_set(set, out);
           },
-          &timeline_, [this] { comm_->trigger()->wake_signal()->notify(); }) {}
+          &timeline_, [this] { comm_->trigger()->wake_signal()->notify(); }) {
+  background_work_ = LocalWork{[this] { return has_local_work(); },
+                               [this] { return queue_.arrivals(); },
+                               [this] { return blocked_waiters_->load(std::memory_order_relaxed) > 0; },
+                               [this] { return queue_.holds_any(); },
+                               [this] { cycle_token_.release_by_background(); },
+                               [this] { cycle_token_.take_for_background(); },
+                               [this] { return handed_over_.ended_loop(); }};
+  // Every backend a cycle may run (process sets' too: host memory only) and
+  // every wait of the trigger's must let a framework thread run them.
+  waiters_run_cycles_ = comm_->trigger()->lets_waiters_run_cycles() && comm_->backends().run_on_any_thread();
+  // The waiter is the thread that would produce more: it waits now.
+  waiter_work_ = LocalWork{[this] { return has_local_work(); },
+                           [this] { return queue_.arrivals(); },
+                           [] { return true; },
+                           [this] { return queue_.holds_any(); },
+                           [] {},
+                           [] {},
+                           [this] { return (*waiter_done_)(); }};
+}
 
 // In the log's column order; a new knob is one more entry (standard_knobs.h
 // describes these three).
@@ -121,6 +143,7 @@ void Runtime::shutdown() {
   if (thread_.joinable()) {
     shutdown_requested_ = true;
     comm_->trigger()->wake_signal()->notify();
+    cycle_token_.wake_background();
     thread_.join();
   }
   end_if_peer_lost();
@@ -152,21 +175,45 @@ bool Runtime::has_local_work() const {
          executor_.failed();
 }
 
+Runtime::CycleOutcome Runtime::next_cycle(const LocalWork& work) {
+  CycleOutcome outcome;
+  try {
+    outcome.status = comm_->trigger()->wait_for_cycle(work, controller_.next_deadline());
+    if (outcome.status.code() == StatusCode::kInProgress) return CycleOutcome{Status::OK(), false, false};
+    if (outcome.status.ok()) outcome.status = run_cycle(&outcome.stop);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc
+    outcome.status = Status::Internal(std::string("exception while running a cycle: ") + e.what());
+  }
+  return outcome;
+}
+
+bool Runtime::run_cycles_until(const std::function<bool()>& done) {
+  if (!waiters_run_cycles_ || !cycle_token_.try_take()) return false;
+  waiter_done_ = &done;
+  CycleOutcome outcome;
+  while (!done()) {
+    outcome = next_cycle(waiter_work_);
+    if (!outcome.started || outcome.ended_loop()) break;
+  }
+  waiter_done_ = nullptr;
+  const bool ended = outcome.ended_loop();
+  if (ended) handed_over_ = outcome;
+  // Work left in flight (the waiter's other tensors, a burst enqueued
+  // meanwhile) needs the background thread's cycles; so does an end.
+  cycle_token_.hand_back(ended || queue_.holds_any());
+  return true;
+}
+
 void Runtime::background_loop() {
   pthread_setname_np(pthread_self(), "chorus-bg");
-  const LocalWork work{[this] { return has_local_work(); }, [this] { return queue_.arrivals(); },
-                       [this] { return blocked_waiters_->load(std::memory_order_relaxed) > 0; },
-                       [this] { return queue_.holds_any(); }};
+  // Held from here on but while the trigger yields the CPU, and for good
+  // once the loop ends: no waiter runs cycles of a loop that has ended.
+  cycle_token_.take_for_background();
   while (true) {
-    Status status;
-    bool stop = false;
-    try {
-      status = comm_->trigger()->wait_for_cycle(work, controller_.next_deadline());
-      if (status.ok()) status = run_cycle(&stop);
-    } catch (const std::exception& e) {  // e.g. std::bad_alloc
-      status = Status::Internal(std::string("exception on the background thread: ") + e.what());
-    }
-    if (status.ok() && !stop) continue;
+    CycleOutcome outcome = std::exchange(handed_over_, CycleOutcome{});
+    if (!outcome.ended_loop()) outcome = next_cycle(background_work_);
+    if (!outcome.ended_loop()) continue;
+    const Status status = outcome.status;
     if (status.ok()) return;
     // A lost peer makes collectives fail; the heartbeat has failed what was
     // pending with the reason and ends the job after its grace.

@@ -1,6 +1,9 @@
 // Runtime: the one object that owns Chorus's state in a process: the
 // configuration, the communication layer, the tensor queue, the controller,
 // the executor, the timeline and the background thread that drives them.
+// A framework thread that waits for a result may run the loop's cycles in
+// its stead, holding the cycle token (runtime/cycle_token.h); whoever holds
+// the token owns what the loop touches.
 //
 // The background loop:
 //   wait until a cycle starts (local work, a peer's request, or a timer)
@@ -14,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <chrono>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -21,6 +25,8 @@
 #include "base/config.h"
 #include "contracts/communication.h"
 #include "protocol/controller.h"
+#include "protocol/cycle_trigger.h"
+#include "runtime/cycle_token.h"
 #include "runtime/executor.h"
 #include "runtime/handle_state.h"
 #include "runtime/process_set_table.h"
@@ -33,10 +39,13 @@ class Runtime {
  public:
   // Reads the configuration, sets up communication and starts the loop.
   // `blocked_waiters` counts the threads blocked on this runtime's handles;
-  // it must outlive the runtime and every handle it makes.
+  // `cycle_runner` (may be null) is what those threads call to run cycles
+  // while they wait (handle_state.h). Both must outlive the runtime and
+  // every handle it makes.
   // `custom`: backends for devices of the program's own (init_with_backends.h).
   static Status create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* blocked_waiters,
-                       const Config::Lookup& env = nullptr, const std::vector<BackendMaker>& custom = {});
+                       detail::CycleRunner* cycle_runner, const Config::Lookup& env = nullptr,
+                       const std::vector<BackendMaker>& custom = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -88,15 +97,31 @@ class Runtime {
   // The state of a new handle for `op` with `members` members, counted in
   // the blocked waiters while a thread is blocked waiting on it.
   std::shared_ptr<detail::HandleState> new_handle(const std::string& name, OpType op, int members = 1) const {
-    return std::make_shared<detail::HandleState>(name, op, members, blocked_waiters_);
+    return std::make_shared<detail::HandleState>(name, op, members, blocked_waiters_, cycle_runner_);
   }
+  // A framework thread that waits for a result: runs cycles until `done`,
+  // if it can take the cycle token (cycle_token.h). Returns false, having
+  // run nothing, when another thread runs them or this job's trigger does
+  // not let waiters run cycles; then the caller blocks as usual.
+  bool run_cycles_until(const std::function<bool()>& done);
 
  private:
-  Runtime(const Config& config, std::unique_ptr<Communication> comm, detail::BlockedWaiters* blocked_waiters);
+  Runtime(const Config& config, std::unique_ptr<Communication> comm, detail::BlockedWaiters* blocked_waiters,
+          detail::CycleRunner* cycle_runner);
+  // How one cycle ended. `started`: false when the wait for it stopped
+  // (LocalWork::stop_waiting) before any started.
+  struct CycleOutcome {
+    Status status;
+    bool stop = false;  // a shutdown response: the loop ends
+    bool started = true;
+    bool ended_loop() const { return stop || !status.ok(); }
+  };
   // Collective: OK when `local` is OK on every rank; else this rank's own
   // error, or an error naming the ranks that failed (`what` they failed at).
   Status agree(const Status& local, const std::string& what);
   void background_loop();
+  // Waits for the next cycle and runs it, on the token's holder.
+  CycleOutcome next_cycle(const LocalWork& work);
   Status run_cycle(bool* stop);
   bool has_local_work() const;
   void stop_for(const Response& shutdown);
@@ -145,6 +170,7 @@ class Runtime {
   std::unique_ptr<Communication> comm_;
   std::shared_ptr<detail::HandleProgress> p2p_progress_;
   detail::BlockedWaiters* const blocked_waiters_;
+  detail::CycleRunner* const cycle_runner_;
   // CHORUS_AUTOTUNE=1 only. Their number sizes the controller's coordinator
   // words (TuningMessage::words), hence before controller_.
   const std::vector<TuningKnob> tuning_knobs_;
@@ -158,7 +184,17 @@ class Runtime {
   // thread only).
   bool mark_cycles_ = false;
   std::atomic<bool> shutdown_requested_{false};
-  bool shutdown_sent_ = false;  // background thread only
+  bool shutdown_sent_ = false;  // the cycle token's holder only
+  CycleToken cycle_token_;
+  bool waiters_run_cycles_ = false;  // set once, before the loop starts
+  // What the trigger asks of the background thread, and of a waiter that
+  // runs cycles until *waiter_done_ (set while it holds the token).
+  LocalWork background_work_;
+  LocalWork waiter_work_;
+  const std::function<bool()>* waiter_done_ = nullptr;
+  // A waiter's cycles that ended the loop (a shutdown response or an error),
+  // handed over with the token to the background thread, which ends it.
+  CycleOutcome handed_over_;
   // Why the job stopped without every rank's consent (a stall shutdown, an error
   // that stopped this rank); written by the background thread, read by shutdown() after joining it.
   std::string peers_lost_;

@@ -81,9 +81,12 @@ bool ShmCycleTrigger::doorbell_rang() const {
   return false;
 }
 
-void ShmCycleTrigger::wait_a_while(Clock::time_point now, std::optional<Clock::time_point> timer, bool watching) {
+void ShmCycleTrigger::wait_a_while(const LocalWork& work, Clock::time_point now,
+                                   std::optional<Clock::time_point> timer, bool watching) {
   if (now < spin_until_) {
+    work.before_yield();
     sched_yield();
+    work.after_yield();
     return;
   }
   if (backoff_ >= kIdleMaxSleep) {
@@ -102,6 +105,7 @@ void ShmCycleTrigger::wait_a_while(Clock::time_point now, std::optional<Clock::t
 Status ShmCycleTrigger::coordinator_wait(const LocalWork& work, std::optional<Clock::time_point> timer) {
   std::optional<Clock::time_point> lone_doorbell_due;
   while (true) {
+    if (work.stop_waiting()) return no_cycle_started();
     const bool local = work.pending();
     const auto now = Clock::now();
     bool requested = local || (timer && now >= *timer);
@@ -122,7 +126,7 @@ Status ShmCycleTrigger::coordinator_wait(const LocalWork& work, std::optional<Cl
     // With collectives in flight the next cycle needs the others' parts.
     const bool watching = work.in_flight();
     CHORUS_RETURN_IF_ERROR(watch_peers(watching, now));
-    wait_a_while(now, wake_at, watching);
+    wait_a_while(work, now, wake_at, watching);
   }
   last_start_ = Clock::now();
   spin_until_ = last_start_ + kSpin;
@@ -134,6 +138,7 @@ Status ShmCycleTrigger::coordinator_wait(const LocalWork& work, std::optional<Cl
 
 Status ShmCycleTrigger::worker_wait(const LocalWork& work) {
   while (true) {
+    if (work.stop_waiting()) return no_cycle_started();
     // Local work first, even when the cycle has started: a burst still being
     // enqueued joins this cycle whole, not a few tensors at a time.
     if (!doorbell_sent_ && work.pending()) {
@@ -161,7 +166,7 @@ Status ShmCycleTrigger::worker_wait(const LocalWork& work) {
     const bool watching = doorbell_sent_ || work.in_flight();
     CHORUS_RETURN_IF_ERROR(watch_peers(watching, now));
     if (!doorbell_sent_ || now < spin_until_ || backoff_ < kAskingMaxSleep) {
-      wait_a_while(now, std::nullopt, watching);
+      wait_a_while(work, now, std::nullopt, watching);
     } else {
       wake_->wait_until(now + LocalPeers::longest_sleep(), /*woken_by_peers=*/true);
     }

@@ -46,6 +46,8 @@ class ShmCycleTrigger : public CycleTrigger {
   WakeSignal* wake_signal() override { return wake_.get(); }
   Status wait_for_cycle(const LocalWork& work, std::optional<Clock::time_point> timer) override;
   void set_min_interval_ms(double ms) override { min_interval_ = std::chrono::duration<double, std::milli>(ms); }
+  // wait_a_while() and the tops of the waiting loops do.
+  bool lets_waiters_run_cycles() const override { return true; }
 
  private:
   struct Header;
@@ -58,7 +60,8 @@ class ShmCycleTrigger : public CycleTrigger {
   // One step of waiting for something to change: a yield while spinning,
   // else a sleep on the wake word (see the constants in the .cc file), at
   // most one liveness interval long while `watching` the peers.
-  void wait_a_while(Clock::time_point now, std::optional<Clock::time_point> timer, bool watching);
+  void wait_a_while(const LocalWork& work, Clock::time_point now, std::optional<Clock::time_point> timer,
+                    bool watching);
   // Between sleeps: an error when this rank waits for its peers and one died.
   Status watch_peers(bool watching, Clock::time_point now);
   RankSlot& slot(int rank) const;

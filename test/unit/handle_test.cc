@@ -181,6 +181,72 @@ TEST(HandleStateTest, CountsItsWaitersOnlyWhileTheyAreBlocked) {
   EXPECT_EQ(blocked.load(), 0);
 }
 
+// A runtime stand-in: runs "cycles" for a waiter by calling `cycle` until
+// the waiter's result is done, or refuses (another thread runs them).
+class ScriptedCycles : public detail::CycleRunner {
+ public:
+  explicit ScriptedCycles(std::function<void()> cycle, bool refuse = false)
+      : cycle_(std::move(cycle)), refuse_(refuse) {}
+  bool run_cycles_until(const std::function<bool()>& done) override {
+    ++calls;
+    if (refuse_) return false;
+    while (!done()) cycle_();
+    return true;
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  std::function<void()> cycle_;
+  const bool refuse_;
+};
+
+TEST(HandleStateTest, AWaitRunsTheCyclesItsResultNeedsOnItsOwnThread) {
+  detail::BlockedWaiters blocked{0};
+  HandleState* state_ptr = nullptr;
+  int cycles = 0;
+  int blocked_during_cycles = 0;
+  const auto waiter = std::this_thread::get_id();
+  ScriptedCycles runner([&] {
+    EXPECT_EQ(std::this_thread::get_id(), waiter);
+    blocked_during_cycles = blocked.load();
+    // The third cycle completes the collective.
+    if (++cycles == 3) state_ptr->complete_member(Status::Aborted("failed in a cycle"));
+  });
+  HandleState state("grad.w", OpType::kAllreduce, 1, &blocked, &runner);
+  state_ptr = &state;
+  EXPECT_EQ(state.wait().code(), StatusCode::kAborted);
+  EXPECT_EQ(cycles, 3);
+  EXPECT_EQ(blocked_during_cycles, 1) << "a thread running cycles for its result is a blocked waiter";
+  EXPECT_EQ(blocked.load(), 0);
+  // Done: a second wait runs nothing.
+  EXPECT_EQ(state.wait().code(), StatusCode::kAborted);
+  EXPECT_EQ(runner.calls.load(), 1);
+}
+
+TEST(HandleStateTest, AWaitWhoseCyclesAnotherThreadRunsBlocksUntilCompleted) {
+  ScriptedCycles runner([] { FAIL() << "no cycle may run"; }, /*refuse=*/true);
+  HandleState state("grad.w", OpType::kAllreduce, 1, nullptr, &runner);
+  auto waiter = std::async(std::launch::async, [&] { return state.wait(); });
+  const auto give_up = steady_clock::now() + std::chrono::seconds(30);
+  while (runner.calls.load() == 0 && steady_clock::now() < give_up) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_EQ(waiter.wait_for(milliseconds(20)), std::future_status::timeout);
+  state.complete_member(Status::OK());
+  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_TRUE(waiter.get().ok());
+  EXPECT_EQ(runner.calls.load(), 1);
+}
+
+TEST(HandleStateTest, OnlyAWaitWithoutDeadlineRunsCycles) {
+  // A wait with a deadline cannot promise to leave a cycle at it; a wait on
+  // a result that is already done has nothing to run.
+  ScriptedCycles runner([] { FAIL() << "no cycle may run"; });
+  HandleState state("grad.w", OpType::kAllreduce, 1, nullptr, &runner);
+  EXPECT_EQ(state.wait_until(steady_clock::now() + milliseconds(5)).code(), StatusCode::kInProgress);
+  state.complete_member(Status::OK());
+  EXPECT_TRUE(state.wait().ok());
+  EXPECT_EQ(runner.calls.load(), 0);
+}
+
 TEST(HandleStateTest, ResultsKeepTheLastValueSet) {
   HandleState state("r", OpType::kAllreduce, 1);
   EXPECT_EQ(state.last_joined_rank(), -1);
