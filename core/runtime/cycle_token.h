@@ -52,8 +52,11 @@ class CycleToken {
   using Clock = std::chrono::steady_clock;
   // How soon a parked background thread looks whether the waiter has left:
   // work enqueued after a waiter left without waking it waits for this at
-  // most. Each look costs the waiter, if still there, a context switch.
-  static constexpr std::chrono::microseconds kFirstParkedCheck{1000};
+  // most. Each look preempts whichever thread has the core: at 1 ms, about
+  // once per reference-MLP step, that training looked a few percent slower
+  // in alternated runs (docs/MEASUREMENTS.md, "The waiting thread runs the
+  // cycle").
+  static constexpr std::chrono::microseconds kFirstParkedCheck{4000};
   static constexpr std::chrono::microseconds kLongestParkedCheck{32000};
 
   std::mutex mutex_;

@@ -51,6 +51,9 @@ IFS=',' read -ra wanted <<<"$models"
 for m in "${wanted[@]}"; do
   [[ "$m" == ref || "$m" == 25m ]] || die "--models: unknown model '$m' (expected ref and/or 25m)"
 done
+[[ -d "$build_dir" ]] || die "--build-dir: '$build_dir' is not a directory"
+# Absolute: the C++ latency runs from a scratch folder.
+build_dir=$(cd "$build_dir" && pwd)
 python=/usr/bin/python3
 chorusrun=$build_dir/launcher/chorusrun
 train_bench=$build_dir/test/bench/chorus_train_bench
