@@ -96,7 +96,8 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
             }
             return comm_->process_set(set, out);
           },
-          &timeline_, [this] { comm_->trigger()->wake_signal()->notify(); }) {
+          &timeline_, [this] { comm_->trigger()->wake_signal()->notify(); }),
+      waiters_run_cycles_(comm_->trigger()->lets_waiters_run_cycles() && comm_->backends().run_on_any_thread()) {
   background_work_ = LocalWork{[this] { return has_local_work(); },
                                [this] { return queue_.arrivals(); },
                                [this] { return blocked_waiters_->load(std::memory_order_relaxed) > 0; },
@@ -104,17 +105,13 @@ Runtime::Runtime(const Config& config, std::unique_ptr<Communication> comm,
                                [this] { cycle_token_.release_by_background(); },
                                [this] { cycle_token_.take_for_background(); },
                                [this] { return handed_over_.ended_loop(); }};
-  // Every backend a cycle may run (process sets' too: host memory only) and
-  // every wait of the trigger's must let a framework thread run them.
-  waiters_run_cycles_ = comm_->trigger()->lets_waiters_run_cycles() && comm_->backends().run_on_any_thread();
-  // The waiter is the thread that would produce more: it waits now.
-  waiter_work_ = LocalWork{[this] { return has_local_work(); },
-                           [this] { return queue_.arrivals(); },
-                           [] { return true; },
-                           [this] { return queue_.holds_any(); },
-                           [] {},
-                           [] {},
-                           [this] { return (*waiter_done_)(); }};
+  // A waiter asks the same of its own work, but is the thread that would
+  // produce more (it waits now) and holds the token throughout.
+  waiter_work_ = background_work_;
+  waiter_work_.caller_waits = [] { return true; };
+  waiter_work_.before_yield = [] {};
+  waiter_work_.after_yield = [] {};
+  waiter_work_.stop_waiting = [this] { return (*waiter_done_)(); };
 }
 
 // In the log's column order; a new knob is one more entry (standard_knobs.h

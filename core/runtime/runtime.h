@@ -95,9 +95,11 @@ class Runtime {
     return "chorus.process_set.fail." + std::to_string(topology().rank) + "." + std::to_string(fail_set_count_++);
   }
   // The state of a new handle for `op` with `members` members, counted in
-  // the blocked waiters while a thread is blocked waiting on it.
+  // the blocked waiters while a thread is blocked waiting on it; its waits
+  // run cycles only where waiters may.
   std::shared_ptr<detail::HandleState> new_handle(const std::string& name, OpType op, int members = 1) const {
-    return std::make_shared<detail::HandleState>(name, op, members, blocked_waiters_, cycle_runner_);
+    return std::make_shared<detail::HandleState>(name, op, members, blocked_waiters_,
+                                                 waiters_run_cycles_ ? cycle_runner_ : nullptr);
   }
   // A framework thread that waits for a result: runs cycles until `done`,
   // if it can take the cycle token (cycle_token.h). Returns false, having
@@ -180,13 +182,15 @@ class Runtime {
   Timeline timeline_;
   Executor executor_;
   std::unique_ptr<Autotuner> autotuner_;  // CHORUS_AUTOTUNE=1 only
-  // Whether the timeline marks each cycle (start_timeline(); background
-  // thread only).
+  // Whether the timeline marks each cycle (start_timeline(); the cycle
+  // token's holder only).
   bool mark_cycles_ = false;
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;  // the cycle token's holder only
   CycleToken cycle_token_;
-  bool waiters_run_cycles_ = false;  // set once, before the loop starts
+  // Every backend a cycle may run (process sets' too: host memory only) and
+  // every wait of the trigger's let a framework thread run cycles.
+  const bool waiters_run_cycles_;
   // What the trigger asks of the background thread, and of a waiter that
   // runs cycles until *waiter_done_ (set while it holds the token).
   LocalWork background_work_;
