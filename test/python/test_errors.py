@@ -131,6 +131,9 @@ def test_ranks_that_disagree_raise_horovod_internal_error(rank, size):
          r"^Mismatched dtype for allreduce 'dt': rank 0 has float32, rank 1 has float64$"),
         (lambda: hvd.allreduce(torch.ones(rank + 1), name="sh"),
          r"^Mismatched shape for allreduce 'sh': rank 0 has \[1\], rank 1 has \[2\]$"),
+        # The blocking in-place call submits and waits in one binding call.
+        (lambda: hvd.allreduce_(torch.ones(rank + 1), name="sh_"),
+         r"^Mismatched shape for allreduce 'sh_': rank 0 has \[1\], rank 1 has \[2\]$"),
         (lambda: hvd.allreduce(torch.ones(2), op=hvd.Sum if rank == 0 else hvd.Max, name="op"),
          r"^Mismatched reduce op for allreduce 'op': rank 0 has sum, rank 1 has max$"),
         (lambda: hvd.allgather(torch.ones(2, rank + 1), name="ag"),

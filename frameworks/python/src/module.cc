@@ -261,6 +261,14 @@ PYBIND11_MODULE(_chorus, m) {
           return PyHandle(in_place ? ct::allreduce_async_(t, name, options)
                                    : ct::allreduce_async(t, name, options));
         });
+  // hvd.allreduce_(): submit and wait in one call, the GIL released
+  // throughout; a blocking op needs no handle object on the Python side.
+  m.def("allreduce_", [](const torch::Tensor& t, const std::string& name, int op, double pre, double post,
+                         int set) {
+    const auto options = allreduce_options(op, pre, post, set);
+    py::gil_scoped_release release;
+    ct::allreduce_(t, name, options);
+  });
   m.def("grouped_allreduce_async",
         [](const std::vector<torch::Tensor>& ts, const std::string& name, int op, double pre,
            double post, int set, bool in_place) {

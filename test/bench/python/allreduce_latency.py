@@ -2,9 +2,11 @@
 """Latency of one small allreduce from Python through chorus.torch, submit to
 wait, measured as chorus_bench measures the C++ API's (test/bench/
 bench_measure.cc, Bench::latency): every round the ranks meet at a barrier,
-then each times allreduce_async_ + synchronize of a float32 tensor of
---bytes; a round counts as its slowest rank's time; median and minimum over
---repeats rounds after --warmup. Checks the sum. Rank 0 prints one JSON line.
+then each times one in-place allreduce of a float32 tensor of --bytes; a
+round counts as its slowest rank's time; median and minimum over --repeats
+rounds after --warmup. Checks the sum. Rank 0 prints one JSON line.
+--call async (default): hvd.synchronize(hvd.allreduce_async_(...)), the
+pattern of a gradient hook; --call blocking: hvd.allreduce_(...).
     chorusrun -np 2 /usr/bin/python3 allreduce_latency.py --bytes 4096 --repeats 1000
 """
 import argparse
@@ -22,6 +24,7 @@ def main(argv):
     p.add_argument("--bytes", type=int, default=4096)
     p.add_argument("--repeats", type=int, default=1000)
     p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--call", choices=("async", "blocking"), default="async")
     a = p.parse_args(argv)
     if a.bytes < 4 or a.bytes % 4 or a.repeats < 1 or a.warmup < 0:
         p.error("--bytes must be a positive multiple of 4, --repeats >= 1, --warmup >= 0")
@@ -29,12 +32,18 @@ def main(argv):
     torch.set_num_threads(1)
     n = a.bytes // 4
     tensor = torch.zeros(n)
+    if a.call == "async":
+        def allreduce():
+            hvd.synchronize(hvd.allreduce_async_(tensor, name="latency", op=hvd.Sum))
+    else:
+        def allreduce():
+            hvd.allreduce_(tensor, name="latency", op=hvd.Sum)
     samples = []
     for round_ in range(a.warmup + a.repeats):
         tensor.fill_(hvd.rank() + 1)
         hvd.barrier()
         start = time.perf_counter()
-        hvd.synchronize(hvd.allreduce_async_(tensor, name="latency", op=hvd.Sum))
+        allreduce()
         elapsed = time.perf_counter() - start
         if round_ >= a.warmup:
             samples.append(elapsed)
@@ -49,7 +58,7 @@ def main(argv):
     k = len(ordered)
     median = ordered[k // 2] if k % 2 else 0.5 * (ordered[k // 2 - 1] + ordered[k // 2])
     if hvd.rank() == 0:
-        print(json.dumps({"mode": "python_allreduce_latency", "np": hvd.size(), "bytes": a.bytes,
+        print(json.dumps({"mode": "python_allreduce_latency", "call": a.call, "np": hvd.size(), "bytes": a.bytes,
                           "repeats": a.repeats, "median_seconds": median, "min_seconds": ordered[0]}), flush=True)
     hvd.shutdown()
     return 0

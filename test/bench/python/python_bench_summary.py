@@ -61,13 +61,18 @@ def main():
         by = {}
         for r in lat:
             by.setdefault(r["impl"], {})[r["round"]] = r["median_seconds"]
-        rounds = sorted(set(by.get("python", {})) & set(by.get("cpp", {})))
-        out["latency"] = {"bytes": 4096, "median_seconds": {k: [v[n] for n in rounds] for k, v in by.items()},
-                          "python_vs_cpp": [by["python"][n] / by["cpp"][n] for n in rounds]}
+        # python: synchronize(allreduce_async_); python_blocking: allreduce_
+        # (rows of older runs have no such impl).
+        pythons = [k for k in ("python", "python_blocking") if k in by]
+        rounds = sorted(set.intersection(*(set(by[k]) for k in pythons + ["cpp"])))
+        out["latency"] = {"bytes": 4096, "median_seconds": {k: [v[n] for n in rounds] for k, v in by.items()}}
+        for k in pythons:
+            out["latency"][k + "_vs_cpp"] = [by[k][n] / by["cpp"][n] for n in rounds]
         print("4 KiB allreduce latency, submit to wait, median per round:")
-        for k in ("python", "cpp"):
-            print("  %-7s %s" % (k, "  ".join("%.2f us" % (1e6 * by[k][n]) for n in rounds)))
-        print("  python/cpp %s" % "  ".join("%.2fx" % v for v in out["latency"]["python_vs_cpp"]))
+        for k in pythons + ["cpp"]:
+            print("  %-15s %s" % (k, "  ".join("%.2f us" % (1e6 * by[k][n]) for n in rounds)))
+        for k in pythons:
+            print("  %-15s %s" % (k + "/cpp", "  ".join("%.2fx" % v for v in out["latency"][k + "_vs_cpp"])))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=2)

@@ -12,11 +12,12 @@
 # all four with the same MLP (ref 784-128-10, 25m 784-4096-4096-1024-10),
 # Adam 1e-3, batch 64 per rank, 8 synthetic batches per rank, one thread per
 # rank and the same malloc tunables; and the latency of one 4 KiB allreduce,
-# submit to wait, from Python (allreduce_latency.py) and from the C++ API
+# submit to wait, from Python (allreduce_latency.py: synchronize(allreduce_async_)
+# as "python", allreduce_ as "python_blocking") and from the C++ API
 # (chorus_bench's latency figure), each round a barrier then one op, the
 # slowest rank's time, median over the rounds.
 # Prints one JSON line per measurement, then the medians and the per-round
-# ratios python/sync, python/ddp, python/cpp and latency python/cpp.
+# ratios python/sync, python/ddp, python/cpp and latency python/cpp (both calls).
 #   test/bench/python/run_python_bench.sh [--rounds 3] [--models ref,25m] [--build-dir build]
 #       [--json FILE] [--rows FILE] [--quick]
 # --rows FILE: also keep the raw rows (one JSON line per measurement); the rows
@@ -124,8 +125,17 @@ for ((r = 1; r <= rounds; r++)); do
   done
   "${job[@]}" "$python" "$here/allreduce_latency.py" --bytes 4096 --repeats $lat_repeats --warmup 100 |
     record python latency4k "$r" || die "allreduce_latency.py failed"
-  (cd "$scratch" && "${job[@]}" "$chorus_bench" --sizes 4KiB --repeats 1 --warmup 0 --latency-repeats $lat_repeats \
-    --idle-seconds 0 --json "$scratch/chorus_bench.json" >/dev/null) || die "chorus_bench failed"
+  "${job[@]}" "$python" "$here/allreduce_latency.py" --bytes 4096 --repeats $lat_repeats --warmup 100 \
+    --call blocking | record python_blocking latency4k "$r" || die "allreduce_latency.py --call blocking failed"
+  # chorus_bench initialises MPI itself, so Chorus leaves Open MPI's
+  # progress engine as it is; the Python program's chorus.torch.init() sets
+  # it to yield when idle (ops/mpi/mpi_context.cc), which on this kind of VM
+  # adds ~5 us to a 4 KiB allreduce, raw MPI's and Chorus's alike. Both
+  # sides run with the setting that init() gives (or the caller's own).
+  (cd "$scratch" && OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1} "${job[@]}" \
+    -x OMPI_MCA_mpi_yield_when_idle "$chorus_bench" --sizes 4KiB --repeats 1 --warmup 0 \
+    --latency-repeats $lat_repeats --idle-seconds 0 --json "$scratch/chorus_bench.json" >/dev/null) ||
+    die "chorus_bench failed"
   record cpp latency4k "$r" <"$scratch/chorus_bench.json"
 done
 echo "machine: $(nproc --all) cores, $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg); date: $(date -u +%FT%TZ)"

@@ -77,14 +77,21 @@ def python_section(run, pieces, num, duration, table, provenance):
                   "timed steps, the highest rank's, median of the rounds: what a step costs, less sensitive than "
                   "samples/s to other work on the machine."]
     lat = doc["latency"]["median_seconds"]
-    n = min(len(lat["python"]), len(lat["cpp"]))
+    # python_blocking (hvd.allreduce_) is in the runs from 2026-12-07 on.
+    pythons = [k for k in ("python", "python_blocking") if lat.get(k)]
+    n = min(len(lat[k]) for k in pythons + ["cpp"])
     lines += ["", "One 4 KiB float32 allreduce, submit to wait: every round the ranks meet at a barrier, then time "
               "the op, and a round counts as its slowest rank's time; median of 1000 rounds. Python: "
-              "`allreduce_async_` + `synchronize` (`test/bench/python/allreduce_latency.py`); C++: "
-              "`chorus::allreduce_async(...).wait()` (`chorus_bench`'s latency). Target: Python within 1.5x.", ""]
-    lines += table(["round", "Python", "C++ API", "Python vs C++"],
-                   [[str(i + 1), duration(lat["python"][i]), duration(lat["cpp"][i]),
-                     num(lat["python"][i] / lat["cpp"][i]) + "x"] for i in range(n)])
+              "`synchronize(allreduce_async_(...))`" +
+              (" and, blocking, `allreduce_(...)`" if "python_blocking" in pythons else "") +
+              " (`test/bench/python/allreduce_latency.py`); C++: "
+              "`chorus::allreduce_async(...).wait()` (`chorus_bench`'s latency, with Open MPI yielding when idle "
+              "as `init()` sets it for the Python program). Target: Python within 1.5x.", ""]
+    names = {"python": "Python", "python_blocking": "Python, blocking"}
+    lines += table(["round"] + [names[k] for k in pythons] + ["C++ API"] +
+                   [names[k] + " vs C++" for k in pythons],
+                   [[str(i + 1)] + [duration(lat[k][i]) for k in pythons] + [duration(lat["cpp"][i])] +
+                    [num(lat[k][i] / lat["cpp"][i]) + "x" for k in pythons] for i in range(n)])
     if run.get("sections"):
         lines += ["", "This section was measured in its own run (`" + run["command"] + "`), not beside the "
                   "other sections of this page."]

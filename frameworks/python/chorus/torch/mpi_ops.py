@@ -193,8 +193,12 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` in place and returns it."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
-                                        postscale_factor, process_set))
+    _check_tensor(tensor)
+    op = handle_average_backwards_compatibility(op, average)
+    _chorus.allreduce_(tensor, _name(name, "allreduce", process_set), _chorus_op(op),
+                       _factor(prescale_factor, "prescale_factor"),
+                       _factor(postscale_factor, "postscale_factor"), _set_id(process_set))
+    return tensor
 
 
 def _grouped_allreduce_async(tensors, name, op, prescale_factor, postscale_factor, process_set,
