@@ -55,6 +55,32 @@ def test_bad_op_and_factors():
         hvd.reducescatter(torch.ones(2), prescale_factor=[2])
 
 
+@pytest.mark.parametrize("call", [hvd.allreduce_, hvd.allreduce_async_], ids=["allreduce_", "allreduce_async_"])
+def test_in_place_allreduce_checks_like_the_others(size, call):
+    # The in-place calls check the common case in one go and leave every
+    # other call to the general path: its errors, word for word.
+    with pytest.raises(ValueError, match=r"^op 99 is not one of Average, Sum, Adasum, Min, Max, Product$"):
+        call(torch.ones(2), op=99)
+    with pytest.raises(ValueError, match=r"^op 'sum' is not one of Average, Sum, Adasum, Min, Max, Product$"):
+        call(torch.ones(2), op="sum")
+    with pytest.raises(ValueError, match=r"^give op or the deprecated average, not both$"):
+        call(torch.ones(2), op=hvd.Sum, average=True)
+    with pytest.raises(TypeError, match=r"^name must be a str, got int$"):
+        call(torch.ones(2), name=5)
+    with pytest.raises(TypeError, match=r"^prescale_factor must be a number, got str$"):
+        call(torch.ones(2), prescale_factor="x")
+    with pytest.raises(TypeError, match=r"^tensor must be a torch.Tensor, got list$"):
+        call([1.0, 2.0])
+    # An int factor and the deprecated average= still work (the general path).
+    t = torch.ones(2)
+    with pytest.warns(DeprecationWarning):
+        result = hvd.synchronize(call(t, average=False, prescale_factor=2)) if call is hvd.allreduce_async_ \
+            else call(t, average=False, prescale_factor=2)
+    assert result is t
+    assert torch.equal(t, torch.full((2,), 2.0 * size))
+    still_works(size)
+
+
 def test_bad_names_roots_and_handles(size):
     with pytest.raises(TypeError, match=r"^name must be a str, got int$"):
         hvd.allreduce(torch.ones(2), name=5)
