@@ -151,14 +151,19 @@ def _common_allreduce(tensor, average, name, op, prescale_factor, postscale_fact
     return None
 
 
-def _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, in_place):
+def _allreduce_args(tensor, name, op, prescale_factor, postscale_factor, process_set):
+    """The binding's arguments after the tensor, for any allreduce call:
+    each checked, with Horovod's errors."""
     _check_tensor(tensor)
-    source = tensor if in_place else tensor.detach()
     # The runtime scales integers as Horovod does (in double, truncated).
-    handle = _chorus.allreduce_async(source, _name(name, "allreduce", process_set), _chorus_op(op),
-                                     _factor(prescale_factor, "prescale_factor"),
-                                     _factor(postscale_factor, "postscale_factor"),
-                                     _set_id(process_set), in_place)
+    return (_name(name, "allreduce", process_set), _chorus_op(op),
+            _factor(prescale_factor, "prescale_factor"), _factor(postscale_factor, "postscale_factor"),
+            _set_id(process_set))
+
+
+def _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, in_place):
+    args = _allreduce_args(tensor, name, op, prescale_factor, postscale_factor, process_set)
+    handle = _chorus.allreduce_async(tensor if in_place else tensor.detach(), *args, in_place)
     return _register(_InPlace(handle, tensor) if in_place else _Pending([handle], _first))
 
 
@@ -175,7 +180,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     """As allreduce_async, writing the result into `tensor`."""
     common = _common_allreduce(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
     if common is not None:
-        handle = _chorus.allreduce_async(tensor, common[0], common[1], prescale_factor, postscale_factor, 0, True)
+        handle = _chorus.allreduce_async(tensor, *common, prescale_factor, postscale_factor, 0, True)
         return _register(_InPlace(handle, tensor))
     op = handle_average_backwards_compatibility(op, average)
     return _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, True)
@@ -215,13 +220,11 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     """Reduces `tensor` in place and returns it."""
     common = _common_allreduce(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
     if common is not None:
-        _chorus.allreduce_(tensor, common[0], common[1], prescale_factor, postscale_factor, 0)
+        _chorus.allreduce_(tensor, *common, prescale_factor, postscale_factor, 0)
         return tensor
-    _check_tensor(tensor)
     op = handle_average_backwards_compatibility(op, average)
-    _chorus.allreduce_(tensor, _name(name, "allreduce", process_set), _chorus_op(op),
-                       _factor(prescale_factor, "prescale_factor"),
-                       _factor(postscale_factor, "postscale_factor"), _set_id(process_set))
+    args = _allreduce_args(tensor, name, op, prescale_factor, postscale_factor, process_set)
+    _chorus.allreduce_(tensor, *args)
     return tensor
 
 
