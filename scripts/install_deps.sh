@@ -20,8 +20,9 @@ packages=(
   libtorch-dev libopenblas0-pthread
   # The Python package chorus (frameworks/python) for Debian's /usr/bin/python3:
   # the same LibTorch as python3-torch, pybind11 for the extension, pytest and
-  # numpy for its tests.
+  # numpy for its tests; mpi4py for MPI's own barrier in its latency benchmark.
   python3-dev python3-torch pybind11-dev python3-pytest python3-numpy python3-setuptools python3-wheel
+  python3-mpi4py
   # The network-namespace hosts of the multi-host tests (ip netns).
   iproute2
   # The local Slurm test cluster (scripts/slurm_cluster.sh, test/slurm/).

@@ -14,8 +14,9 @@
 # rank and the same malloc tunables; and the latency of one 4 KiB allreduce,
 # submit to wait, from Python (allreduce_latency.py: synchronize(allreduce_async_)
 # as "python", allreduce_ as "python_blocking") and from the C++ API
-# (chorus_bench's latency figure), each round a barrier then one op, the
-# slowest rank's time, median over the rounds.
+# (chorus_bench's latency figure), each round MPI_Barrier then one op (mpi4py's
+# in Python, as chorus_bench's in C++), the slowest rank's time, median over
+# the rounds.
 # Prints one JSON line per measurement, then the medians and the per-round
 # ratios python/sync, python/ddp, python/cpp and latency python/cpp (both calls).
 #   test/bench/python/run_python_bench.sh [--rounds 3] [--models ref,25m] [--build-dir build]
@@ -63,6 +64,8 @@ for f in "$chorusrun" "$train_bench" "$chorus_bench"; do
   [[ -x "$f" ]] || die "$f is not built (scripts/build.sh chorusrun chorus_train_bench chorus_bench chorus_python)"
 done
 [[ -d $build_dir/python/chorus ]] || die "$build_dir/python has no chorus package (scripts/build.sh chorus_python)"
+"$python" -c 'import mpi4py' 2>/dev/null ||
+  die "$python cannot import mpi4py, which aligns the latency rounds (scripts/install_deps.sh installs python3-mpi4py)"
 
 if [[ $(id -u) -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296
