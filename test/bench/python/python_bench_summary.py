@@ -66,6 +66,10 @@ def main():
         pythons = [k for k in ("python", "python_blocking") if k in by]
         rounds = sorted(set.intersection(*(set(by[k]) for k in pythons + ["cpp"])))
         out["latency"] = {"bytes": 4096, "median_seconds": {k: [v[n] for n in rounds] for k, v in by.items()}}
+        # Which barrier started the Python rounds (rows from before
+        # 2026-12-07 have none: Chorus's own, hvd.barrier()).
+        barriers = {r.get("barrier", "chorus") for r in lat if r["impl"] in pythons}
+        out["latency"]["python_barrier"] = barriers.pop() if len(barriers) == 1 else "mixed"
         for k in pythons:
             out["latency"][k + "_vs_cpp"] = [by[k][n] / by["cpp"][n] for n in rounds]
         print("4 KiB allreduce latency, submit to wait, median per round:")

@@ -98,6 +98,8 @@ elif "latency" in d:
     row.update(median_seconds=d["latency"]["chorus"]["median_s"], min_seconds=d["latency"]["chorus"]["min_s"])
 else:
     row.update(median_seconds=d["median_seconds"], min_seconds=d["min_seconds"])
+    if "barrier" in d:
+        row["barrier"] = d["barrier"]
 print(json.dumps(row))
 sys.stdout.flush()' "$@" $np | tee -a "$results"
 }

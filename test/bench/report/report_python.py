@@ -80,8 +80,11 @@ def python_section(run, pieces, num, duration, table, provenance):
     # python_blocking (hvd.allreduce_) is in the runs from 2026-12-07 on.
     pythons = [k for k in ("python", "python_blocking") if lat.get(k)]
     n = min(len(lat[k]) for k in pythons + ["cpp"])
-    lines += ["", "One 4 KiB float32 allreduce, submit to wait: every round the ranks meet at a barrier, then time "
-              "the op, and a round counts as its slowest rank's time; median of 1000 rounds. Python: "
+    barrier = {"mpi": "MPI's barrier (`MPI_Barrier`, through mpi4py in Python, as `chorus_bench` in C++)",
+               "chorus": "a barrier (in Python Chorus's `hvd.barrier()`, in C++ `MPI_Barrier`)"}.get(
+        doc["latency"].get("python_barrier", "chorus"), "a barrier (not the same one in every round)")
+    lines += ["", "One 4 KiB float32 allreduce, submit to wait: every round the ranks meet at " + barrier +
+              ", then time the op, and a round counts as its slowest rank's time; median of 1000 rounds. Python: "
               "`synchronize(allreduce_async_(...))`" +
               (" and, blocking, `allreduce_(...)`" if "python_blocking" in pythons else "") +
               " (`test/bench/python/allreduce_latency.py`); C++: "
