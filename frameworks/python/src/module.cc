@@ -71,21 +71,21 @@ chorus::ReducescatterOptions reducescatter_options(int op, double prescale, doub
 // while this one waits for the other ranks.
 class PyHandle {
  public:
-  explicit PyHandle(chorus::torch::TorchHandle handle) : handle_(std::move(handle)) {}
+  // `in_place`: the caller's tensor that an in-place op writes its result
+  // into; wait() then returns it rather than a list of outputs.
+  explicit PyHandle(chorus::torch::TorchHandle handle, torch::Tensor in_place = {})
+      : handle_(std::move(handle)), in_place_(std::move(in_place)) {}
 
-  std::vector<torch::Tensor> wait() const {
+  // Waits without the GIL, then returns the outputs, or for an in-place op
+  // the caller's own tensor: synchronize() then needs no Python wrapper of
+  // its own per op, which the 4 KiB allreduce's latency from Python measured.
+  py::object wait() const {
     {
       py::gil_scoped_release release;
-      handle_.wait();
+      handle_.wait();  // throws the op's error; copies a result back
     }
-    return handle_.outputs();
-  }
-  // The same wait for an in-place op, whose result the caller already holds
-  // (its own tensor): no list of outputs to build and convert, which the
-  // 4 KiB allreduce's latency from Python measured.
-  void wait_in_place() const {
-    py::gil_scoped_release release;
-    (void)handle_.wait();  // throws the op's error; copies a result back
+    if (in_place_.defined()) return py::cast(in_place_);
+    return py::cast(handle_.outputs());
   }
   bool poll() const { return handle_.test(); }
   std::vector<int64_t> received_splits() const {
@@ -95,6 +95,7 @@ class PyHandle {
 
  private:
   chorus::torch::TorchHandle handle_;
+  torch::Tensor in_place_;
 };
 
 py::dict build_flags() {
@@ -247,9 +248,8 @@ PYBIND11_MODULE(_chorus, m) {
 
   py::class_<PyHandle>(m, "Handle")
       .def("wait", &PyHandle::wait,
-           "Waits (without the GIL) and returns the outputs; raises ChorusError on failure.")
-      .def("wait_in_place", &PyHandle::wait_in_place,
-           "Waits (without the GIL) for an in-place op; raises ChorusError on failure.")
+           "Waits (without the GIL) and returns the list of outputs, or an in-place op's tensor; raises "
+           "ChorusError on failure.")
       .def("poll", &PyHandle::poll)
       .def("received_splits", &PyHandle::received_splits);
 
@@ -258,8 +258,8 @@ PYBIND11_MODULE(_chorus, m) {
         [](const torch::Tensor& t, const std::string& name, int op, double pre, double post,
            int set, bool in_place) {
           auto options = allreduce_options(op, pre, post, set);
-          return PyHandle(in_place ? ct::allreduce_async_(t, name, options)
-                                   : ct::allreduce_async(t, name, options));
+          return in_place ? PyHandle(ct::allreduce_async_(t, name, options), t)
+                          : PyHandle(ct::allreduce_async(t, name, options));
         });
   // hvd.allreduce_(): submit and wait in one call, the GIL released
   // throughout; a blocking op needs no handle object on the Python side.
@@ -281,8 +281,8 @@ PYBIND11_MODULE(_chorus, m) {
   });
   m.def("broadcast_async",
         [](const torch::Tensor& t, int root, const std::string& name, int set, bool in_place) {
-          return PyHandle(in_place ? ct::broadcast_async_(t, root, name, set_of(set))
-                                   : ct::broadcast_async(t, root, name, set_of(set)));
+          return in_place ? PyHandle(ct::broadcast_async_(t, root, name, set_of(set)), t)
+                          : PyHandle(ct::broadcast_async(t, root, name, set_of(set)));
         });
   m.def("alltoall_async", [](const torch::Tensor& t, const std::vector<int64_t>& splits,
                              const std::string& name, int set) {

@@ -26,9 +26,10 @@ _CHORUS_OPS = {Average: _chorus.OP_AVERAGE, Sum: _chorus.OP_SUM, Adasum: _chorus
 
 HorovodInternalError = ChorusError
 
-# handle (int) -> _Pending: what synchronize() waits on and returns. Entries
-# keep the op's tensors alive until synchronized, even if the caller dropped
-# the handle (the C++ handle holds them too).
+# handle (int) -> what synchronize() waits on and returns: a _Pending, or for
+# an in-place op the binding's handle itself, whose wait() returns the
+# caller's tensor. Entries keep the op's tensors alive until synchronized,
+# even if the caller dropped the handle (the C++ handle holds them too).
 _handle_map = {}
 _handle_ids = itertools.count(1)
 # Numbers of unnamed ops, one count per process set: a named op that some
@@ -55,23 +56,6 @@ class _Pending:
 
     def wait(self):
         return self.finish([h.wait() for h in self.waits])
-
-
-class _InPlace:
-    """One in-place op: its result is the caller's tensor (or the compressed
-    one it handed in), so waiting needs no outputs back from C++."""
-    __slots__ = ("handle", "tensor")
-
-    def __init__(self, handle, tensor):
-        self.handle = handle
-        self.tensor = tensor
-
-    def poll(self):
-        return self.handle.poll()
-
-    def wait(self):
-        self.handle.wait_in_place()
-        return self.tensor
 
 
 def _register(pending):
@@ -164,7 +148,8 @@ def _allreduce_args(tensor, name, op, prescale_factor, postscale_factor, process
 def _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, in_place):
     args = _allreduce_args(tensor, name, op, prescale_factor, postscale_factor, process_set)
     handle = _chorus.allreduce_async(tensor if in_place else tensor.detach(), *args, in_place)
-    return _register(_InPlace(handle, tensor) if in_place else _Pending([handle], _first))
+    # An in-place op's C++ handle holds the tensor and its wait() returns it.
+    return _register(handle if in_place else _Pending([handle], _first))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -180,8 +165,9 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     """As allreduce_async, writing the result into `tensor`."""
     common = _common_allreduce(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
     if common is not None:
-        handle = _chorus.allreduce_async(tensor, *common, prescale_factor, postscale_factor, 0, True)
-        return _register(_InPlace(handle, tensor))
+        handle = next(_handle_ids)
+        _handle_map[handle] = _chorus.allreduce_async(tensor, *common, prescale_factor, postscale_factor, 0, True)
+        return handle
     op = handle_average_backwards_compatibility(op, average)
     return _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, True)
 
@@ -390,7 +376,8 @@ def _broadcast_async(tensor, root_rank, name, process_set, in_place):
     source = tensor if in_place else tensor.detach()
     handle = _chorus.broadcast_async(source, root_rank, _name(name, "broadcast", process_set),
                                      _set_id(process_set), in_place)
-    return _register(_InPlace(handle, tensor) if in_place else _Pending([handle], _first))
+    # An in-place op's C++ handle holds the tensor and its wait() returns it.
+    return _register(handle if in_place else _Pending([handle], _first))
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
