@@ -3,6 +3,11 @@
 # then ctest of the sanitizer build (build-sanitize/) and ctest of the normal
 # build (build/), both with --output-on-failure and in parallel (parallel
 # tests declare PROCESSORS 2, so ctest never oversubscribes the cores).
+# The normal build runs from the start beside the sanitizer's build and tests,
+# at the lowest CPU priority (SCHED_IDLE): it takes only the time the cores
+# would otherwise idle (the tests leave about half of it, waiting on peers,
+# timeouts and launchers), so nothing of the sanitizer's run waits for it,
+# and its output is shown once the sanitizer's tests are done.
 # The last line is "N passed, M failed, K skipped" over both runs (a test that
 # skipped, e.g. one needing a GPU on a machine without one, is not a pass); the exit status is
 # non-zero if anything failed in either. A build that fails counts as one
@@ -22,20 +27,44 @@ jobs="${CHORUS_TEST_JOBS:-$(nproc)}"
 [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "run_tests: CHORUS_TEST_JOBS='$jobs' is not a positive integer" >&2; exit 2; }
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+normal_build_log=$(mktemp)
+normal_build_pid=""
+cleanup() {
+  # The build runs in a session of its own: its whole process group goes.
+  if [[ -n "$normal_build_pid" ]]; then kill -- -"$normal_build_pid" 2>/dev/null || kill "$normal_build_pid" 2>/dev/null; fi
+  rm -f "$log" "$normal_build_log"
+}
+trap cleanup EXIT
 total_passed=0
 total_failed=0
 total_skipped=0
 summaries=()
 
-# run_suite <label> <build dir> [build.sh options]: builds, runs ctest, adds
+# The normal build, started in the background at idle priority (plain
+# priority where SCHED_IDLE is refused); finish_normal_build waits for it and
+# shows its output.
+start_normal_build() {
+  local idle=(chrt --idle 0)
+  "${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
+  setsid "${idle[@]}" "$root/scripts/build.sh" >"$normal_build_log" 2>&1 &
+  normal_build_pid=$!
+}
+finish_normal_build() {
+  local rc=0
+  wait "$normal_build_pid" || rc=$?
+  normal_build_pid=""
+  cat "$normal_build_log" >&2
+  return "$rc"
+}
+
+# run_suite <label> <build dir> <build command...>: builds, runs ctest, adds
 # its counts to the totals.
 run_suite() {
   local label="$1" dir="$2"
   shift 2
   local passed=0 failed=0 skipped=0 rc=0 summary
   echo "=== run_tests: $label build ($dir) ===" >&2
-  if ! "$root/scripts/build.sh" "$@"; then
+  if ! "$@"; then
     echo "run_tests: the $label build failed; its tests were not run (counted as 1 failure)" >&2
     failed=1
   else
@@ -64,8 +93,9 @@ run_suite() {
 }
 
 ctest_args=("$@")
-run_suite sanitizer "$root/build-sanitize" --sanitize
-run_suite normal "$root/build"
+start_normal_build
+run_suite sanitizer "$root/build-sanitize" "$root/scripts/build.sh" --sanitize
+run_suite normal "$root/build" finish_normal_build
 
 (IFS=';'; echo "run_tests: ${summaries[*]}" | sed 's/;/; /g')
 echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
