@@ -29,9 +29,15 @@ jobs="${CHORUS_TEST_JOBS:-$(nproc)}"
 log=$(mktemp)
 normal_build_log=$(mktemp)
 normal_build_pid=""
+# kill_tree <pid>: the process and all its descendants (Ninja's jobs run in
+# process groups of their own, so one group kill would miss them).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
 cleanup() {
-  # The build runs in a session of its own: its whole process group goes.
-  if [[ -n "$normal_build_pid" ]]; then kill -- -"$normal_build_pid" 2>/dev/null || kill "$normal_build_pid" 2>/dev/null; fi
+  [[ -n "$normal_build_pid" ]] && kill_tree "$normal_build_pid"
   rm -f "$log" "$normal_build_log"
 }
 trap cleanup EXIT
@@ -40,13 +46,15 @@ total_failed=0
 total_skipped=0
 summaries=()
 
-# The normal build, started in the background at idle priority (plain
-# priority where SCHED_IDLE is refused); finish_normal_build waits for it and
-# shows its output.
+# The normal build, started in the background at idle priority (nice 19
+# where SCHED_IDLE is refused); finish_normal_build waits for it and shows
+# its output. It stays in this session: with the kernel's autogroups on (as
+# on this project's machines), a session of its own would get an equal share
+# of the CPU beside the tests' session, whatever its threads' policy.
 start_normal_build() {
   local idle=(chrt --idle 0)
   "${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
-  setsid "${idle[@]}" "$root/scripts/build.sh" >"$normal_build_log" 2>&1 &
+  "${idle[@]}" "$root/scripts/build.sh" >"$normal_build_log" 2>&1 &
   normal_build_pid=$!
 }
 finish_normal_build() {
