@@ -106,8 +106,8 @@ fi
 targets=(chorus_bench chorus_train_bench chorus_pipeline_bench chorus_pipeline_memory_bench chorusrun train_mnist
          launcher_test_program chorus_python)
 case "$only" in
-  elastic) targets=(chorusrun train_mnist launcher_test_program) ;;
-  pipeline-memory) targets=(chorus_pipeline_memory_bench) ;;
+  elastic) targets=(chorusrun train_mnist launcher_test_program chorus_bench) ;;
+  pipeline-memory) targets=(chorus_pipeline_memory_bench chorus_bench) ;;
   python) targets=(chorus_bench chorus_train_bench chorusrun chorus_python) ;;
 esac
 if [[ -z "$build_dir" ]]; then
@@ -130,8 +130,8 @@ launcher_program="$build_dir/test/launcher/launcher_test_program"
 case "$only" in
   "") needed=("$chorusrun" "$train_mnist" "$launcher_program" "$chorus_bench" "$train_bench" "$pipeline_bench"
               "$memory_bench") ;;
-  elastic) needed=("$chorusrun" "$train_mnist" "$launcher_program") ;;
-  pipeline-memory) needed=("$memory_bench") ;;
+  elastic) needed=("$chorusrun" "$train_mnist" "$launcher_program" "$chorus_bench") ;;
+  pipeline-memory) needed=("$memory_bench" "$chorus_bench") ;;
   python) needed=("$chorusrun" "$chorus_bench" "$train_bench") ;;
 esac
 for b in "${needed[@]}"; do [[ -x "$b" ]] || die "$b was not built"; done
@@ -184,7 +184,9 @@ write_run_json
 # The machine's memory bandwidth, for the page's machine line: one memcpy of
 # 64 MiB by one rank alone (chorus_bench's memcpy ceiling at np=1), median of
 # 10 after warm-up. Every figure is still a ratio against a peer measured in
-# the same run; this says what kind of machine the ratios come from.
+# the same run; this says what kind of machine the ratios come from. A run
+# of --only measures it too (about a second): its section gets its own
+# machine line.
 measure_memcpy() {
   local json="$results_dir/memcpy-64mib.json"
   env "GLIBC_TUNABLES=$tunables" mpirun -np 1 -x GLIBC_TUNABLES "$chorus_bench" --sizes 64MiB --repeats 10 \
@@ -196,7 +198,7 @@ measure_memcpy() {
   write_run_json
 }
 memcpy_64mib_Bps=""
-[[ -n "$only" ]] || measure_memcpy
+measure_memcpy
 
 # One word of a command as a shell would need it (quoted only when it must be).
 shell_word() {
