@@ -5,7 +5,8 @@
 // code: the answers differ between CPUs (docs/MEASUREMENTS.md, "Streaming
 // stores into reused slots"; issue 39).
 //
-// What: float32 sums of 64 KiB, 256 KiB, 1 MiB, 4 MiB and 16 MiB, each
+// What: float32 sums of 4 KiB, 16 KiB, 64 KiB, 256 KiB, 1 MiB, 4 MiB and
+// 16 MiB, each
 // through the MPI path (the backend the shared-memory one falls back to)
 // and through the shared-memory engine with plain and with streaming
 // stores, from an input just written (as a gradient is: from a cold input
@@ -13,9 +14,12 @@
 // round over all of them, then five timed, interleaved; a rank keeps its
 // best time per size and path. 16 MiB speaks for every larger size (at 4
 // MiB the paths are within noise of each other on the Intel VM, and larger
-// sizes are where the engine gains most). About 0.3-0.5 s at np=2 on a
-// 2-core VM, once per machine and settings: the choice is cached
-// (shm_probe_cache.h).
+// sizes are where the engine gains most). The small sizes are single
+// gradients and latency-bound ops, where the shared-memory engine was
+// faster than MPI on the AMD VM and a fixed 32 KiB floor had given them to
+// MPI (docs/MEASUREMENTS.md, "Small allreduces by measurement"). About
+// 0.3-0.5 s at np=2 on a 2-core VM, once per machine and settings: the
+// choice is cached (shm_probe_cache.h).
 // How the ranks agree: every rank's times are combined by MPI_MAX (a
 // collective is as fast as its slowest rank), rank 0 applies the rule
 // (shm_probe_choice.h) and broadcasts the samples it chose from, as the
@@ -37,7 +41,7 @@
 namespace chorus {
 
 struct ShmProbeOptions {
-  std::vector<int64_t> sizes{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
+  std::vector<int64_t> sizes{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
   int repeats = 5;  // timed rounds per size and path, after one untimed
   // A test hook (CHORUS_TEST_SHM_PROBE_SKEW): this rank's own times of a
   // path are multiplied by these before the ranks combine them, so a test

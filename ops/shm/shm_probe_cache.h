@@ -2,9 +2,10 @@
 // machine and settings, so that a job measures once and later jobs on the
 // same machine start in microseconds. It lives in $XDG_CACHE_HOME/chorus, or
 // ~/.cache/chorus without XDG_CACHE_HOME, named after a hash of its key; the
-// key (host name, CPU model, online CPUs, ranks, chunk size, format) is
-// also inside the file and must match, so a file copied from another
-// machine, or a hash collision, is foreign. The file is a checked file
+// key (host name, CPU model, online CPUs, ranks, chunk size, and the
+// probe's version, which changes with the sizes it measures) is also inside
+// the file and must match, so a file copied from another machine, a hash
+// collision, or the samples of an older probe are foreign. The file is a checked file
 // (chorus/checked_file.h) written atomically: a torn or corrupt one is
 // named as such, ignored and rewritten, never half read.
 #pragma once

@@ -101,16 +101,17 @@ class ShmProbeTest : public ::testing::Test {
 
 // Only the last rank measures MPI 1000x slower: the slowest rank's times
 // decide, so every rank takes shared memory from the smallest probed size's
-// half on, though rank 0's own clock may say otherwise.
+// half (4 KiB's: 2 KiB) on, though rank 0's own clock may say otherwise.
 TEST_F(ShmProbeTest, RanksThatMeasureDifferentlyAgreeOnTheSlowestRanksTimes) {
   const ShmProbeChoice choice = probe(ShmProbeMode::kFresh, size_ - 1, "mpi=1000");
   expect_same_on_every_rank(choice);
   ASSERT_EQ(choice.ranges.size(), 2u) << choice.describe();
   EXPECT_FALSE(choice.ranges[0].shm);
   EXPECT_TRUE(choice.ranges[1].shm);
-  EXPECT_EQ(choice.ranges[1].from_bytes, 32 << 10);
+  EXPECT_EQ(choice.ranges[1].from_bytes, 2 << 10);
   const ShmAllreduceSelection& applied = backend_->selection();
-  EXPECT_FALSE(applied.use_shm(16 << 10, DataType::kFloat32, ReduceOp::kSum));
+  EXPECT_FALSE(applied.use_shm(1 << 10, DataType::kFloat32, ReduceOp::kSum));
+  EXPECT_TRUE(applied.use_shm(4 << 10, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(applied.use_shm(64 << 20, DataType::kFloat32, ReduceOp::kSum));
   // And the other way round: the last rank's shared memory 1000x slower.
   const ShmProbeChoice mpi = probe(ShmProbeMode::kFresh, size_ - 1, "shm=1000");

@@ -108,7 +108,7 @@ class ShmProbeCache : public ::testing::Test {
 
 TEST_F(ShmProbeCache, KeyNamesMachineAndSettingsAndPathFollowsXdg) {
   const std::string key = shm_probe_cache_key(4, 256 * KiB);
-  EXPECT_THAT(key, HasSubstr(";ranks=4;chunk=262144;probe=1"));
+  EXPECT_THAT(key, HasSubstr(";ranks=4;chunk=262144;probe=2"));
   EXPECT_THAT(key, HasSubstr(";cpus=" + std::to_string(sysconf(_SC_NPROCESSORS_ONLN))));
   EXPECT_NE(shm_probe_cache_key(2, 256 * KiB), key);
   EXPECT_EQ(shm_probe_cache_path(key).rfind(folder_ + "/chorus/shm-probe-", 0), 0u) << shm_probe_cache_path(key);

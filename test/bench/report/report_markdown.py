@@ -110,8 +110,8 @@ def header_section(run, results_label):
 def allreduce_section(run, pieces, png_rel):
     lines = ["## (a) Allreduce bus bandwidth against message size", "",
              f"Chorus (shared memory) runs with `{fig.CONFIGS['shm']}`, Chorus (MPI path) with "
-             f"`{fig.CONFIGS['mpi']}`; the default (`auto`) takes the MPI path below "
-             "`CHORUS_SHM_ALLREDUCE_THRESHOLD` (64 KiB) and shared memory from there on. `chorus_bench` "
+             f"`{fig.CONFIGS['mpi']}`; the default (`auto`) takes, per message size, the path that the "
+             "start-up probe measured faster on this machine (`CHORUS_SHM_PROBE`). `chorus_bench` "
              "alternates Chorus and `MPI_Allreduce` round by round on the same buffers, so each Chorus "
              "configuration has its own raw MPI peer; gloo is `torch.distributed.all_reduce` "
              "(`test/bench/gloo_allreduce_bench.py`).", ""]
