@@ -197,7 +197,6 @@ measure_memcpy() {
     "memcpy of 64 MiB $(python3 -c 'import sys; print(f"{float(sys.argv[1]) / 1e9:.2f}")' "$memcpy_64mib_Bps") GB/s"
   write_run_json
 }
-memcpy_64mib_Bps=""
 measure_memcpy
 
 # One word of a command as a shell would need it (quoted only when it must be).

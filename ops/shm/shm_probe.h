@@ -6,12 +6,11 @@
 // stores into reused slots"; issue 39).
 //
 // What: float32 sums of 4 KiB, 16 KiB, 64 KiB, 256 KiB, 1 MiB, 4 MiB and
-// 16 MiB, each
-// through the MPI path (the backend the shared-memory one falls back to)
-// and through the shared-memory engine with plain and with streaming
-// stores, from an input just written (as a gradient is: from a cold input
-// 16 MiB took 20 ms instead of 5 here), each after a barrier; one untimed
-// round over all of them, then five timed, interleaved; a rank keeps its
+// 16 MiB, each through the MPI path (the backend the shared-memory one
+// falls back to) and through the shared-memory engine with plain and with
+// streaming stores, from an input just written (as a gradient is: from a
+// cold input 16 MiB took 20 ms instead of 5 here), each after a barrier;
+// one untimed round over all of them, then five timed, interleaved; a rank keeps its
 // best time per size and path. 16 MiB speaks for every larger size (at 4
 // MiB the paths are within noise of each other on the Intel VM, and larger
 // sizes are where the engine gains most). The small sizes are single

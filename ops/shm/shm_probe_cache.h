@@ -5,9 +5,9 @@
 // key (host name, CPU model, online CPUs, ranks, chunk size, and the
 // probe's version, which changes with the sizes it measures) is also inside
 // the file and must match, so a file copied from another machine, a hash
-// collision, or the samples of an older probe are foreign. The file is a checked file
-// (chorus/checked_file.h) written atomically: a torn or corrupt one is
-// named as such, ignored and rewritten, never half read.
+// collision, or the samples of an older probe are foreign. The file is a
+// checked file (chorus/checked_file.h) written atomically: a torn or
+// corrupt one is named as such, ignored and rewritten, never half read.
 #pragma once
 
 #include <cstdint>
