@@ -165,9 +165,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     """As allreduce_async, writing the result into `tensor`."""
     common = _common_allreduce(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
     if common is not None:
-        handle = next(_handle_ids)
-        _handle_map[handle] = _chorus.allreduce_async(tensor, *common, prescale_factor, postscale_factor, 0, True)
-        return handle
+        return _register(_chorus.allreduce_async(tensor, *common, prescale_factor, postscale_factor, 0, True))
     op = handle_average_backwards_compatibility(op, average)
     return _allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set, True)
 
