@@ -58,7 +58,10 @@ size_t ShmAllreduce::data_bytes(int ranks, int64_t chunk_bytes) {
 }
 
 ShmAllreduce::ShmAllreduce(ShmGroup* group, const ShmAllreduceOptions& options)
-    : group_(group), chunk_bytes_(options.chunk_bytes), streaming_stores_(options.streaming_stores) {
+    : group_(group),
+      chunk_bytes_(options.chunk_bytes),
+      one_stage_bytes_(options.one_stage_bytes),
+      streaming_stores_(options.streaming_stores) {
   const int64_t chunk_bytes = options.chunk_bytes;
   if (chunk_bytes <= 0 || chunk_bytes % 128 != 0) {
     broken_ = Status::InvalidArgument("ShmAllreduce: chunk size must be a positive multiple of 128 bytes, got " +
@@ -118,6 +121,9 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
   const PieceRuns message(pieces, esize);
   const int64_t count = message.bytes() / esize;
   if (count == 0) return Status::OK();
+  if (message.bytes() <= std::min(one_stage_bytes_, chunk_bytes_) && !after_reduce) {
+    return allreduce_one_stage(pieces, message.bytes(), dtype, op, factor);
+  }
   const int ranks = group_->size();
   const int me = group_->rank();
   ShmSignals& signals = group_->signals();
@@ -233,6 +239,46 @@ Status ShmAllreduce::allreduce(const std::vector<AllreducePiece>& pieces, DataTy
     // let them wait for the timeout.
     signals.post_failure(status.message());
   }
+  return status;
+}
+
+Status ShmAllreduce::allreduce_one_stage(const std::vector<AllreducePiece>& pieces, int64_t bytes, DataType dtype,
+                                         ReduceOp op, double factor) {
+  const int ranks = group_->size();
+  const int me = group_->rank();
+  const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
+  ShmSignals& signals = group_->signals();
+  const uint64_t seq = signals.mine(ShmSignals::kReduced);
+  char* mine = slot(seq, me);
+  int64_t at = 0;
+  for (const AllreducePiece& piece : pieces) {
+    const int64_t n = piece.count * esize;
+    std::memcpy(mine + at, piece.input, static_cast<size_t>(n));
+    at += n;
+  }
+  signals.post(ShmSignals::kArrived, seq + 1);
+  chunk_copied_in(0);
+  Status status = signals.wait_all(ShmSignals::kArrived, seq + 1, [bytes] {
+    return "copy in the one-stage allreduce of " + std::to_string(bytes) + " bytes";
+  });
+  if (status.ok()) {
+    std::vector<const void*> sources(static_cast<size_t>(ranks));
+    at = 0;
+    for (const AllreducePiece& piece : pieces) {
+      if (piece.count == 0) continue;
+      for (int r = 0; r < ranks; ++r) sources[static_cast<size_t>(r)] = slot(seq, r) + at;
+      status = reduce_ranks_in_order_to(ReducedOutput{piece.output, factor}, sources.data(), ranks, piece.count,
+                                        dtype, op);
+      if (!status.ok()) break;
+      at += piece.count * esize;
+    }
+  }
+  if (!status.ok()) {
+    broken_ = status;
+    signals.post_failure(status.message());
+    return status;
+  }
+  signals.post(ShmSignals::kReduced, seq + 1);
   return status;
 }
 

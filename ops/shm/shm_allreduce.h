@@ -45,6 +45,17 @@
 // and a rank copies in chunk k+2 only after it has copied out chunk k, the
 // last time anyone reads that slot for chunk k.
 //
+// A message of up to ShmAllreduceOptions::one_stage_bytes that fits in one
+// chunk (without a cross-host step) takes one stage instead: every rank copies all
+// of it into its slot, posts "arrived", and once all have arrived folds every
+// rank's slot, in rank order, into its own output. Each rank reads n copies
+// instead of one share and the result, but the ranks meet once instead of
+// twice, and for a small message the meeting is most of the time
+// (docs/MEASUREMENTS.md, "One meeting for a small allreduce"). A rank still
+// posts "reduced" so that the counters stay in step with the chunked path;
+// the slot rule above holds as it is, since a rank reads the peers' slots of
+// a one-stage call before it copies in its next chunk.
+//
 // The result does not depend on timing or on the element's position: every
 // element is combined in rank order. Every rank must call allreduce() with
 // the same count, dtype, op and cross-host step, in the same order (the
@@ -85,6 +96,13 @@ struct ShmAllreduceOptions {
   // CPU's memory system (faster on the AMD EPYC VM, slower on the Intel Xeon
   // one: docs/MEASUREMENTS.md), so the start-up probe (shm_probe.h) picks it.
   bool streaming_stores = true;
+  // Messages of up to this many bytes (and no more than one chunk) take the
+  // one-stage path above. Where it pays depends on the machine and on how
+  // many ranks share its cores (on the 2-core AMD VM: ~10% faster at 4 KiB
+  // and slower from 8 KiB at np=2, 30-45% faster up to 64 KiB at np=4), so
+  // the start-up probe measures it; this default serves when nothing was
+  // probed.
+  int64_t one_stage_bytes = 4 << 10;
 };
 
 class ShmAllreduce {
@@ -118,6 +136,9 @@ class ShmAllreduce {
   // Changes the store mode between allreduces (every rank alike).
   void set_streaming_stores(bool streaming) { streaming_stores_ = streaming; }
   bool streaming_stores() const { return streaming_stores_; }
+  // Changes the one-stage limit between allreduces (every rank alike).
+  void set_one_stage_bytes(int64_t bytes) { one_stage_bytes_ = bytes; }
+  int64_t one_stage_bytes() const { return one_stage_bytes_; }
 
  protected:
   // Called after this rank has copied in and announced chunk `chunk` of the
@@ -126,10 +147,14 @@ class ShmAllreduce {
 
  private:
   char* slot(uint64_t sequence, int rank) const;
+  // The one-stage path for a message of `bytes` that fits one slot.
+  Status allreduce_one_stage(const std::vector<AllreducePiece>& pieces, int64_t bytes, DataType dtype,
+                             ReduceOp op, double factor);
   Status check(const std::vector<AllreducePiece>& pieces, DataType dtype, ReduceOp op, double factor) const;
 
   ShmGroup* group_;
   int64_t chunk_bytes_;
+  int64_t one_stage_bytes_;
   bool streaming_stores_;
   Status broken_;             // the first failure; every later call returns it
 };

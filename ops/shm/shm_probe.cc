@@ -60,43 +60,62 @@ Status measure_allreduce_paths(MPI_Comm comm, ShmBackend* backend, const ShmProb
   std::vector<float> output(input.size());
   ShmAllreduce& engine = backend->engine();
   const bool streaming_before = engine.streaming_stores();
-  enum Path { kMpi, kPlain, kStreaming, kPaths };
-  // Per size and path: this rank's best time, in microseconds.
-  std::vector<double> best(options.sizes.size() * kPaths, std::numeric_limits<double>::max());
+  const int64_t one_stage_before = engine.one_stage_bytes();
+  enum Path { kMpi, kPlain, kStreaming, kOneStage, kPaths };
+  // Per size and path: this rank's timings, in microseconds.
+  std::vector<std::vector<double>> times(options.sizes.size() * kPaths);
   Status status;
   // Round 0 warms every size and path up (first touches, MPI's buffers);
-  // the timed rounds then interleave sizes and paths, so a noisy moment
-  // spreads over all of them instead of skewing one.
+  // the timed rounds then interleave sizes and paths, each round in another
+  // order of the paths, so a noisy moment or the path that runs first after
+  // another size spreads over all of them instead of skewing one.
   for (int round = 0; round <= options.repeats && status.ok(); ++round) {
     for (size_t i = 0; i < options.sizes.size() && status.ok(); ++i) {
       const int64_t count = options.sizes[i] / 4;
-      for (int path = 0; path < kPaths && status.ok(); ++path) {
-        // Each allreduce starts from an input its rank has just written, as
-        // a gradient is after backward (and chorus_bench measures).
-        std::fill(input.begin(), input.begin() + count, static_cast<float>(round + path));
-        status = mpi_call("MPI_Barrier", MPI_Barrier(comm));
-        if (!status.ok()) break;
-        const Clock::time_point start = Clock::now();
-        if (path == kMpi) {
-          status = backend->mpi().allreduce(input.data(), output.data(), count, DataType::kFloat32, ReduceOp::kSum, 1.0)->wait();
-        } else {
-          engine.set_streaming_stores(path == kStreaming);
-          status = engine.allreduce(input.data(), output.data(), count, DataType::kFloat32, ReduceOp::kSum);
+      const bool small = options.sizes[i] <= options.one_stage_up_to;
+      for (int turn = 0; turn < kPaths && status.ok(); ++turn) {
+        const int path = (turn + round) % kPaths;
+        if (path == kOneStage && !small) continue;
+        for (int call = 0; call < (small ? options.small_calls : 1) && status.ok(); ++call) {
+          // Each allreduce starts from an input its rank has just written, as
+          // a gradient is after backward (and chorus_bench measures).
+          std::fill(input.begin(), input.begin() + count, static_cast<float>(round + path));
+          status = mpi_call("MPI_Barrier", MPI_Barrier(comm));
+          if (!status.ok()) break;
+          const Clock::time_point start = Clock::now();
+          if (path == kMpi) {
+            status = backend->mpi().allreduce(input.data(), output.data(), count, DataType::kFloat32, ReduceOp::kSum, 1.0)->wait();
+          } else {
+            engine.set_streaming_stores(path == kStreaming);
+            engine.set_one_stage_bytes(path == kOneStage ? options.sizes[i] : 0);
+            status = engine.allreduce(input.data(), output.data(), count, DataType::kFloat32, ReduceOp::kSum);
+          }
+          const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() *
+                            (path == kMpi ? options.mpi_skew : options.shm_skew);
+          if (round > 0) times[i * kPaths + path].push_back(us);
         }
-        const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() *
-                          (path == kMpi ? options.mpi_skew : options.shm_skew);
-        if (round > 0) best[i * kPaths + path] = std::min(best[i * kPaths + path], us);
       }
     }
   }
+  // Large sizes: the best of the rounds. Small ones: the median of their
+  // many calls, since at a few microseconds the best is luck (the best of
+  // five favoured the one-stage path where its median was slower).
+  std::vector<double> best(times.size(), 0.0);
+  for (size_t k = 0; k < times.size(); ++k) {
+    std::vector<double>& t = times[k];
+    if (t.empty()) continue;
+    std::sort(t.begin(), t.end());
+    best[k] = options.sizes[k / kPaths] <= options.one_stage_up_to ? t[t.size() / 2] : t.front();
+  }
   engine.set_streaming_stores(streaming_before);
+  engine.set_one_stage_bytes(one_stage_before);
   CHORUS_RETURN_IF_ERROR(status);
   CHORUS_RETURN_IF_ERROR(mpi_call(
       "MPI_Allreduce", MPI_Allreduce(MPI_IN_PLACE, best.data(), static_cast<int>(best.size()), MPI_DOUBLE, MPI_MAX, comm)));
   samples->clear();
   for (size_t i = 0; i < options.sizes.size(); ++i) {
     samples->push_back({options.sizes[i], best[i * kPaths + kMpi], best[i * kPaths + kPlain],
-                        best[i * kPaths + kStreaming]});
+                        best[i * kPaths + kStreaming], best[i * kPaths + kOneStage]});
   }
   std::sort(samples->begin(), samples->end(),
             [](const ShmProbeSample& a, const ShmProbeSample& b) { return a.bytes < b.bytes; });
@@ -140,6 +159,7 @@ Status probe_and_choose(const Config& config, MPI_Comm comm, int rank, int ranks
     return Status::Internal("shared-memory probe: rank 0's samples did not parse: '" + text + "'");
   }
   backend->engine().set_streaming_stores(agreed.streaming_stores);
+  backend->engine().set_one_stage_bytes(agreed.one_stage_bytes);
   ShmAllreduceSelection chosen = selection;
   chosen.measured = agreed.ranges;
   backend->choose(chosen);

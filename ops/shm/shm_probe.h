@@ -1,17 +1,21 @@
 // The start-up probe: with CHORUS_SHM_ALLREDUCE=auto on one host, which of
-// the shared-memory and the MPI allreduce is faster at which size, and
-// whether the shared-memory engine stores into its slots with streaming or
-// plain stores, are measured on the machine at hand instead of fixed in the
-// code: the answers differ between CPUs (docs/MEASUREMENTS.md, "Streaming
-// stores into reused slots"; issue 39).
+// the shared-memory and the MPI allreduce is faster at which size, whether
+// the shared-memory engine stores into its slots with streaming or plain
+// stores, and up to which size it takes its one-stage path, are measured on
+// the machine at hand instead of fixed in the code: the answers differ
+// between CPUs and with how many ranks share the cores (docs/MEASUREMENTS.md,
+// "Streaming stores into reused slots", "One meeting for a small allreduce";
+// issue 39).
 //
 // What: float32 sums of 4 KiB, 16 KiB, 64 KiB, 256 KiB, 1 MiB, 4 MiB and
 // 16 MiB, each through the MPI path (the backend the shared-memory one
 // falls back to) and through the shared-memory engine with plain and with
-// streaming stores, from an input just written (as a gradient is: from a
-// cold input 16 MiB took 20 ms instead of 5 here), each after a barrier;
+// streaming stores, up to 64 KiB also through its one-stage path, from an
+// input just written (as a gradient is: from a cold input 16 MiB took 20 ms
+// instead of 5 here), each after a barrier;
 // one untimed round over all of them, then five timed, interleaved; a rank keeps its
-// best time per size and path. 16 MiB speaks for every larger size (at 4
+// best time per size and path, or up to 64 KiB the median of eight calls a
+// round. 16 MiB speaks for every larger size (at 4
 // MiB the paths are within noise of each other on the Intel VM, and larger
 // sizes are where the engine gains most). The small sizes are single
 // gradients and latency-bound ops, where the shared-memory engine was
@@ -42,6 +46,10 @@ namespace chorus {
 struct ShmProbeOptions {
   std::vector<int64_t> sizes{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
   int repeats = 5;  // timed rounds per size and path, after one untimed
+  // Sizes up to this are also timed through the engine's one-stage path,
+  // `small_calls` times per round, and judged by their median.
+  int64_t one_stage_up_to = 64 << 10;
+  int small_calls = 8;
   // A test hook (CHORUS_TEST_SHM_PROBE_SKEW): this rank's own times of a
   // path are multiplied by these before the ranks combine them, so a test
   // can give ranks measurements that disagree.

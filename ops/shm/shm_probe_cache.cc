@@ -48,7 +48,7 @@ std::string shm_probe_cache_key(int ranks, int64_t chunk_bytes) {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "unknown");
   return "host=" + std::string(host) + ";cpu=" + cpu_model() + ";cpus=" + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
-         ";ranks=" + std::to_string(ranks) + ";chunk=" + std::to_string(chunk_bytes) + ";probe=2";
+         ";ranks=" + std::to_string(ranks) + ";chunk=" + std::to_string(chunk_bytes) + ";probe=3";
 }
 
 std::string shm_probe_cache_folder() {

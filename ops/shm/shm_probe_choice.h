@@ -10,6 +10,13 @@
 // with the size above; the smallest for everything down to its half, the
 // largest for everything above. Below the smallest probed size's half: MPI
 // (single small messages, where the negotiation dominates either way).
+//
+// Before that, the engine's one-stage limit (shm_allreduce.h): the small
+// probed sizes were also timed through the one-stage path; it takes the
+// smallest of them on if it beat the chunked path there by 10% or more, and
+// each further size while it keeps doing so, each speaking up to the geometric mean with
+// the next size timed both ways (the last one up to itself). A size below
+// that limit is then judged against MPI by its one-stage time.
 #pragma once
 
 #include <cstdint>
@@ -26,15 +33,18 @@ struct ShmProbeSample {
   double mpi_us = 0.0;
   double shm_plain_us = 0.0;
   double shm_streaming_us = 0.0;
+  double shm_one_stage_us = 0.0;  // 0: not timed (above the sizes the one-stage path may take)
 };
 
 struct ShmProbeChoice {
   std::vector<ShmProbeSample> samples;  // by size, ascending
   bool streaming_stores = false;
+  int64_t one_stage_bytes = 0;  // the engine's one-stage limit; 0: none
   std::vector<ShmAllreduceSelection::Range> ranges;  // merged, the first from 0
 
-  // One line for the log and chorusrun --probe: the store mode, the ranges
-  // and, per size, the ratio of MPI's time to shared memory's.
+  // One line for the log and chorusrun --probe: the store mode, the
+  // one-stage limit, the ranges and, per size, the ratio of MPI's time to
+  // shared memory's.
   std::string describe() const;
   // Text for the cache file; parse() reads it back (false when malformed).
   std::string serialize() const;

@@ -246,6 +246,8 @@ TEST_F(ShmAllreduceTest, LargeMessagesStreamThroughTheDefaultChunks) {
   check(2, DataType::kInt64, ReduceOp::kMax, (1 << 15) + 1, false, 9);
 }
 
+// Messages of up to one_shot_bytes (here the whole chunk) take one stage,
+// larger ones the chunked path: calls of both kinds interleave in each group.
 TEST_F(ShmAllreduceTest, ManyConsecutiveCallsStayInStep) {
   for (int call = 0; call < 150; ++call) {
     const DataType dtype = kDtypes[call % (sizeof(kDtypes) / sizeof(kDtypes[0]))];
@@ -318,10 +320,10 @@ TEST_F(ShmAllreduceTest, SameBitsAsTheMpiBackend) {
         const std::vector<double> factors =
             is_floating_point(dtype) ? std::vector<double>{1.0, 1.0 / size_, 0.1 / size_} : std::vector<double>{1.0};
         for (double factor : factors) {
-          // Below and (for float32) above the 4 MiB from which MPI takes
-          // its ordered path on any number of ranks.
+          // One stage (4 KiB), chunked, and (for float32) above the 4 MiB
+          // from which MPI takes its ordered path on any number of ranks.
           const bool wide = dtype == DataType::kFloat32 && op == ReduceOp::kSum && factor == 1.0;
-          for (int64_t bytes : {int64_t{40000}, wide ? int64_t{(4 << 20) + 64} : int64_t{0}}) {
+          for (int64_t bytes : {int64_t{4096}, int64_t{40000}, wide ? int64_t{(4 << 20) + 64} : int64_t{0}}) {
             if (bytes == 0) continue;
             const int64_t count = bytes / static_cast<int64_t>(dtype_size(dtype));
             const Bytes input = make_input(dtype, op, rank_, ++seed, count);

@@ -113,6 +113,7 @@ TEST_F(ShmProbeTest, RanksThatMeasureDifferentlyAgreeOnTheSlowestRanksTimes) {
   EXPECT_FALSE(applied.use_shm(1 << 10, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(applied.use_shm(4 << 10, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(applied.use_shm(64 << 20, DataType::kFloat32, ReduceOp::kSum));
+  EXPECT_EQ(backend_->engine().one_stage_bytes(), choice.one_stage_bytes);
   // And the other way round: the last rank's shared memory 1000x slower.
   const ShmProbeChoice mpi = probe(ShmProbeMode::kFresh, size_ - 1, "shm=1000");
   expect_same_on_every_rank(mpi);

@@ -64,7 +64,7 @@ TEST(ShmProbeChoice, RangesAtGeometricMidpointsWithTheChosenStoreMode) {
   EXPECT_FALSE(choice.ranges[2].shm);
   EXPECT_EQ(choice.ranges[3].from_bytes, 2 * MiB);
   EXPECT_TRUE(choice.ranges[3].shm);
-  EXPECT_EQ(choice.describe(), "plain stores; mpi from 0 B, shm from 32 KiB, mpi from 128 KiB, shm from 2 MiB "
+  EXPECT_EQ(choice.describe(), "plain stores; one stage never; mpi from 0 B, shm from 32 KiB, mpi from 128 KiB, shm from 2 MiB "
                                "(MPI time / shm time: 64 KiB 1.11x 256 KiB 0.80x 1 MiB 0.95x 4 MiB 1.14x 16 MiB 1.50x)");
 
   ShmAllreduceSelection selection{AutoOnOff::kAuto, 0, 2, {}};
@@ -79,14 +79,65 @@ TEST(ShmProbeChoice, RangesAtGeometricMidpointsWithTheChosenStoreMode) {
   EXPECT_TRUE(selection.use_shm(1 * MiB, DataType::kFloat32, ReduceOp::kSum));
 }
 
+// 4, 16 and 64 KiB timed through the one-stage path too (mpi, plain,
+// streaming, one stage).
+std::vector<ShmProbeSample> small_samples_where(std::vector<std::array<double, 4>> times) {
+  const int64_t sizes[] = {4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB};
+  std::vector<ShmProbeSample> out;
+  for (size_t i = 0; i < times.size(); ++i) {
+    out.push_back({sizes[i], times[i][0], times[i][1], times[i][2], sizes[i] <= 64 * KiB ? times[i][3] : 0.0});
+  }
+  return out;
+}
+
+TEST(ShmProbeChoice, OneStageFromTheSmallestSizeWhileItWinsByTheMargin) {
+  // One stage wins at 4 KiB only: up to sqrt(4K*16K) = 8 KiB.
+  auto choice = choose_allreduce_paths(small_samples_where({{4, 3, 3, 2}, {8, 4, 4, 5}, {20, 8, 8, 12}, {50, 30, 30, 0}}));
+  EXPECT_EQ(choice.one_stage_bytes, 8 * KiB);
+  // At every size timed both ways: up to the largest (64 KiB).
+  choice = choose_allreduce_paths(small_samples_where({{4, 3, 3, 2}, {8, 4, 4, 3}, {20, 8, 8, 7}, {50, 30, 30, 0}}));
+  EXPECT_EQ(choice.one_stage_bytes, 64 * KiB);
+  // 6% faster at 64 KiB: within the margin, up to sqrt(16K*64K) = 32 KiB.
+  choice = choose_allreduce_paths(small_samples_where({{4, 3, 3, 2}, {8, 4, 4, 3}, {20, 8, 8, 7.5}, {50, 30, 30, 0}}));
+  EXPECT_EQ(choice.one_stage_bytes, 32 * KiB);
+  // Losing at 4 KiB: never, though it wins at 16 KiB (noise, or a size range
+  // that would leave a hole).
+  choice = choose_allreduce_paths(small_samples_where({{4, 3, 3, 4}, {8, 4, 4, 3}, {20, 8, 8, 12}, {50, 30, 30, 0}}));
+  EXPECT_EQ(choice.one_stage_bytes, 0);
+  EXPECT_EQ(choice.describe().rfind("plain stores; one stage never; ", 0), 0u) << choice.describe();
+}
+
+TEST(ShmProbeChoice, SizesUpToTheOneStageLimitAreJudgedByTheirOneStageTime) {
+  // Chunked shared memory loses to MPI at 4 and 16 KiB, one stage beats it
+  // at 4 KiB only: shm from 2 KiB, mpi from 8 KiB, shm from 32 KiB.
+  const auto choice =
+      choose_allreduce_paths(small_samples_where({{3, 4, 4, 2}, {5, 6, 6, 7}, {20, 8, 8, 12}, {50, 30, 30, 0}}));
+  ASSERT_EQ(choice.one_stage_bytes, 8 * KiB);
+  ASSERT_EQ(choice.ranges.size(), 4u) << choice.describe();
+  EXPECT_EQ(choice.ranges[1].from_bytes, 2 * KiB);
+  EXPECT_TRUE(choice.ranges[1].shm);
+  EXPECT_EQ(choice.ranges[2].from_bytes, 8 * KiB);
+  EXPECT_FALSE(choice.ranges[2].shm);
+  EXPECT_EQ(choice.ranges[3].from_bytes, 32 * KiB);
+  EXPECT_TRUE(choice.ranges[3].shm);
+  EXPECT_EQ(choice.describe(), "plain stores; one stage up to 8 KiB; mpi from 0 B, shm from 2 KiB, mpi from 8 KiB, "
+                               "shm from 32 KiB (MPI time / shm time: 4 KiB 1.50x 16 KiB 0.83x 64 KiB 2.50x "
+                               "256 KiB 1.67x)");
+}
+
 TEST(ShmProbeChoice, SerializeRoundTripAndMalformedText) {
   const auto choice = choose_allreduce_paths(samples_where({{10.25, 9, 8}, {40, 50, 30.5}}));
   ShmProbeChoice back;
   ASSERT_TRUE(ShmProbeChoice::parse(choice.serialize(), &back));
   EXPECT_EQ(back.serialize(), choice.serialize());
   EXPECT_EQ(back.describe(), choice.describe());
-  for (const char* bad : {"", "sample 1 2 3", "sample 1024 1 1 0\n", "sample 2048 1 1 1\nsample 1024 1 1 1\n",
-                          "sample 1024 nan 1 1\n", "other 1024 1 1 1\n"}) {
+  const auto small = choose_allreduce_paths(small_samples_where({{4, 3, 3, 2}, {8, 4, 4, 5}, {20, 8, 8, 12}}));
+  ASSERT_TRUE(ShmProbeChoice::parse(small.serialize(), &back));
+  EXPECT_EQ(back.one_stage_bytes, 8 * KiB);
+  EXPECT_EQ(back.serialize(), small.serialize());
+  for (const char* bad : {"", "sample 1 2 3 4", "sample 1024 1 1 1\n", "sample 1024 1 1 0 0\n",
+                          "sample 1024 1 1 1 -1\n", "sample 2048 1 1 1 0\nsample 1024 1 1 1 0\n",
+                          "sample 1024 nan 1 1 0\n", "sample 1024 1 1 1 inf\n", "other 1024 1 1 1 0\n"}) {
     EXPECT_FALSE(ShmProbeChoice::parse(bad, &back)) << bad;
   }
 }
@@ -108,7 +159,7 @@ class ShmProbeCache : public ::testing::Test {
 
 TEST_F(ShmProbeCache, KeyNamesMachineAndSettingsAndPathFollowsXdg) {
   const std::string key = shm_probe_cache_key(4, 256 * KiB);
-  EXPECT_THAT(key, HasSubstr(";ranks=4;chunk=262144;probe=2"));
+  EXPECT_THAT(key, HasSubstr(";ranks=4;chunk=262144;probe=3"));
   EXPECT_THAT(key, HasSubstr(";cpus=" + std::to_string(sysconf(_SC_NPROCESSORS_ONLN))));
   EXPECT_NE(shm_probe_cache_key(2, 256 * KiB), key);
   EXPECT_EQ(shm_probe_cache_path(key).rfind(folder_ + "/chorus/shm-probe-", 0), 0u) << shm_probe_cache_path(key);
