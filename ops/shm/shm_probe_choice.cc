@@ -35,20 +35,14 @@ ShmProbeChoice choose_allreduce_paths(const std::vector<ShmProbeSample>& samples
   // Plain stores unless streaming wins clearly: memcpy is never far off,
   // and one noisy round must not flip the mode (it did without a margin).
   choice.streaming_stores = streaming < plain * (1.0 - kStreamingMargin);
-  auto chunked_us = [&](const ShmProbeSample& s) {
-    return choice.streaming_stores ? s.shm_streaming_us : s.shm_plain_us;
-  };
   for (size_t i = 0; i < samples.size(); ++i) {
     const ShmProbeSample& s = samples[i];
-    if (s.shm_one_stage_us <= 0.0 || s.shm_one_stage_us >= chunked_us(s) * (1.0 - kOneStageMargin)) break;
+    if (s.shm_one_stage_us <= 0.0 || s.shm_one_stage_us >= choice.chunked_us(s) * (1.0 - kOneStageMargin)) break;
     const bool next_timed = i + 1 < samples.size() && samples[i + 1].shm_one_stage_us > 0.0;
     choice.one_stage_bytes =
         next_timed ? static_cast<int64_t>(std::sqrt(static_cast<double>(s.bytes) * static_cast<double>(samples[i + 1].bytes)))
                    : s.bytes;
   }
-  auto shm_us = [&](const ShmProbeSample& s) {
-    return s.bytes <= choice.one_stage_bytes ? s.shm_one_stage_us : chunked_us(s);
-  };
   auto add = [&](int64_t from, bool shm) {
     if (!choice.ranges.empty() && choice.ranges.back().shm == shm) return;
     choice.ranges.push_back({from, shm});
@@ -59,7 +53,7 @@ ShmProbeChoice choose_allreduce_paths(const std::vector<ShmProbeSample>& samples
     const int64_t from = i == 0 ? s.bytes / 2
                                 : static_cast<int64_t>(std::sqrt(static_cast<double>(samples[i - 1].bytes) *
                                                                  static_cast<double>(s.bytes)));
-    add(from, shm_us(s) < s.mpi_us);
+    add(from, choice.shm_us(s) < s.mpi_us);
   }
   return choice;
 }
@@ -74,9 +68,7 @@ std::string ShmProbeChoice::describe() const {
   out << " (MPI time / shm time:";
   for (const ShmProbeSample& s : samples) {
     char ratio[32];
-    const double shm_us = s.bytes <= one_stage_bytes ? s.shm_one_stage_us
-                                                      : (streaming_stores ? s.shm_streaming_us : s.shm_plain_us);
-    std::snprintf(ratio, sizeof(ratio), "%.2f", s.mpi_us / shm_us);
+    std::snprintf(ratio, sizeof(ratio), "%.2f", s.mpi_us / shm_us(s));
     out << ' ' << size_text(s.bytes) << ' ' << ratio << 'x';
   }
   out << ')';

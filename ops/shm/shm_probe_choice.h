@@ -42,6 +42,14 @@ struct ShmProbeChoice {
   int64_t one_stage_bytes = 0;  // the engine's one-stage limit; 0: none
   std::vector<ShmAllreduceSelection::Range> ranges;  // merged, the first from 0
 
+  // A sample's shared-memory time in this choice's store mode: through the
+  // chunked path, and through the path its size takes (one stage up to
+  // one_stage_bytes).
+  double chunked_us(const ShmProbeSample& s) const { return streaming_stores ? s.shm_streaming_us : s.shm_plain_us; }
+  double shm_us(const ShmProbeSample& s) const {
+    return s.bytes <= one_stage_bytes ? s.shm_one_stage_us : chunked_us(s);
+  }
+
   // One line for the log and chorusrun --probe: the store mode, the
   // one-stage limit, the ranges and, per size, the ratio of MPI's time to
   // shared memory's.
