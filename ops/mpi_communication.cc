@@ -39,8 +39,8 @@ Status MpiCommunication::connect(std::unique_ptr<MpiCommunication>* out) {
   std::unique_ptr<MpiCommunication> comm(new MpiCommunication());
   CHORUS_RETURN_IF_ERROR(MpiContext::create(&comm->mpi_));
   comm->topology_ = comm->mpi_->topology();
-  comm->transport_ = std::make_unique<MpiControllerTransport>(comm->mpi_->control_comm());
   CHORUS_RETURN_IF_ERROR(discover_local_peers(comm->mpi_->control_comm(), comm->topology_, &comm->peers_));
+  comm->transport_ = std::make_unique<MpiControllerTransport>(comm->mpi_->control_comm(), comm->peers_);
   *out = std::move(comm);
   return Status::OK();
 }

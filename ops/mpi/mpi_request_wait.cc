@@ -8,7 +8,7 @@
 
 namespace chorus {
 
-Status wait_for_request(MPI_Request* request, const char* what, const WaitPolicy& policy) {
+Status wait_for_request(MPI_Request* request, const char* what, const WaitPolicy& policy, const WaitWatch& watch) {
   using Clock = std::chrono::steady_clock;
   const auto spin_until = Clock::now() + policy.spin;
   auto sleep = policy.first_sleep;
@@ -17,12 +17,14 @@ Status wait_for_request(MPI_Request* request, const char* what, const WaitPolicy
     const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
     CHORUS_RETURN_IF_ERROR(mpi_status(what, rc));
     if (done) return Status::OK();
-    if (Clock::now() < spin_until) {
+    const auto now = Clock::now();
+    if (now < spin_until) {
       sched_yield();
-    } else {
-      std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, policy.max_sleep);
+      continue;
     }
+    if (watch) CHORUS_RETURN_IF_ERROR(watch(now));
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, policy.max_sleep);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 
 #include "chorus/status.h"
 
@@ -22,7 +23,15 @@ struct WaitPolicy {
   std::chrono::microseconds max_sleep{1000};
 };
 
-// Completes `request`; `what` names it in the error.
-Status wait_for_request(MPI_Request* request, const char* what, const WaitPolicy& policy = {});
+// Called between the sleeps of a wait that outlasted its spin, with the
+// time; an error ends the wait. A peer that died never completes its part
+// of a collective, and MPI itself may never say so (Open MPI told not to end
+// the job on a dead rank): a LocalPeers watch turns that into an error.
+using WaitWatch = std::function<Status(std::chrono::steady_clock::time_point now)>;
+
+// Completes `request`; `what` names it in the error. A `watch` error leaves
+// the request pending: its buffers must outlive the job, which cannot go on.
+Status wait_for_request(MPI_Request* request, const char* what, const WaitPolicy& policy = {},
+                        const WaitWatch& watch = nullptr);
 
 }  // namespace chorus

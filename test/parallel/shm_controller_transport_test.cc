@@ -49,8 +49,8 @@ class ShmControllerTransportTest : public ::testing::Test {
     const Status status = ShmGroup::create(world, ShmControllerTransport::data_bytes(size_, kMaxWords),
                                            std::chrono::milliseconds(60000), &group);
     ASSERT_TRUE(status.ok()) << status.to_string();
-    transport_ = std::make_unique<ShmControllerTransport>(std::make_unique<MpiControllerTransport>(MPI_COMM_WORLD),
-                                                          std::move(group), kMaxWords);
+    auto over_mpi = std::make_unique<MpiControllerTransport>(MPI_COMM_WORLD, LocalPeers());
+    transport_ = std::make_unique<ShmControllerTransport>(std::move(over_mpi), std::move(group), kMaxWords);
   }
 
   int rank_ = 0;

@@ -9,7 +9,8 @@ Usage: rank_killed_probe.py <wait> <token> <report dir>
                      handle
         data         every rank runs 16 MB allreduces in a loop and the victim
                      dies at some point of one (in the shared-memory data
-                     path or between cycles, whichever it hits)
+                     path, between cycles or inside a negotiation, whichever
+                     it hits)
   token: only marks the processes, so the driver can find leftovers.
   report dir: where each rank writes its lines (report-<rank>.txt, below).
 While a survivor waits, a Python thread of its own counts 10 ms ticks: the

@@ -87,9 +87,9 @@ def test_survivors_raise_naming_the_killed_rank_and_nothing_is_left(wait, tmp_pa
     for rank, report in survivors.items():
         assert report["raised"] == "ChorusError" and report["hie"], \
             "rank %d raised %s, not HorovodInternalError" % (rank, report["raised"])
-        # The local peer watch's words (between cycles) or the shared-memory
-        # allreduce's (in its data path): both name the rank, its pid and the
-        # survivor.
+        # The local peer watch's words (between cycles or in the negotiation's
+        # MPI calls) or the shared-memory allreduce's (in its data path): each
+        # names the rank, its pid and the survivor.
         expected = r"rank %d \(pid %d\) exited while rank %d was waiting .*; the job cannot continue$" \
                    % (VICTIM, pids[VICTIM], rank)
         assert re.search(expected, report["message"]), (rank, report["message"])
