@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "crash_report.h"
-#include "ops/local_peers.h"
 #include "ops/mpi/mpi_controller_transport.h"
 
 namespace chorus {
@@ -30,17 +29,8 @@ int run(bool gather) {
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::vector<int> pids(static_cast<size_t>(size));
-  const int mine = getpid();
-  MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("SHM_CRASH_CREATOR pid=%d\n", pids[0]);
-  std::fflush(stdout);
-
-  std::vector<LocalPeer> peers;
-  for (int r = 0; r < size; ++r) {
-    if (r != rank) peers.push_back(LocalPeer{r, static_cast<pid_t>(pids[static_cast<size_t>(r)]), 0});
-  }
-  MpiControllerTransport transport(MPI_COMM_WORLD, LocalPeers(rank, std::move(peers)));
+  const std::vector<int> pids = share_pids(rank, size);
+  MpiControllerTransport transport(MPI_COMM_WORLD, peers_of(rank, pids));
   std::string failure;
   // One negotiation with everybody alive first.
   std::vector<std::string> all;
@@ -58,7 +48,7 @@ int run(bool gather) {
     blob.clear();
     status = gather ? transport.gather_to_coordinator("again", &all) : transport.broadcast_from_coordinator(&blob);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::string expected = "rank " + std::to_string(victim) + " (pid " + std::to_string(pids[victim]) +
+    const std::string expected = "rank " + std::to_string(victim) + " (pid " + std::to_string(pids[static_cast<size_t>(victim)]) +
                                  ") exited while rank " + std::to_string(rank) + " was waiting in MPI_I" +
                                  (gather ? "gather" : "bcast");
     std::printf("rank %d: after %.3f s: %s\n", rank, seconds, status.to_string().c_str());

@@ -51,10 +51,7 @@ int run(int argc, char** argv) {
   }
   const int victim = std::atoi(argv[1]);
   const int64_t fatal_chunk = std::atoll(argv[2]);
-  std::vector<int> pids(static_cast<size_t>(size));
-  const int mine = getpid();
-  MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("SHM_CRASH_CREATOR pid=%d\n", pids[0]);
+  const std::vector<int> pids = share_pids(rank, size);
 
   constexpr int64_t kChunk = 4096;
   std::unique_ptr<ShmGroup> group;

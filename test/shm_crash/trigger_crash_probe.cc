@@ -25,11 +25,7 @@ int run() {
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::vector<int> pids(static_cast<size_t>(size));
-  const int mine = getpid();
-  MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("SHM_CRASH_CREATOR pid=%d\n", pids[0]);
-  std::fflush(stdout);
+  const std::vector<int> pids = share_pids(rank, size);
 
   std::unique_ptr<ShmGroup> group;
   MpiSetupChannel world(MPI_COMM_WORLD);
@@ -38,11 +34,7 @@ int run() {
   std::string failure;
   if (!status.ok()) failure = "setup failed: " + status.to_string();
   if (failure.empty()) {
-    std::vector<LocalPeer> peers;
-    for (int r = 0; r < size; ++r) {
-      if (r != rank) peers.push_back(LocalPeer{r, static_cast<pid_t>(pids[static_cast<size_t>(r)]), 0});
-    }
-    ShmCycleTrigger trigger(std::move(group), 0.0, LocalPeers(rank, std::move(peers)));
+    ShmCycleTrigger trigger(std::move(group), 0.0, peers_of(rank, pids));
     const LocalWork work{[] { return true; }, [] { return uint64_t{1}; }, [] { return true; }};
     // One cycle with everybody alive first.
     status = trigger.wait_for_cycle(work, std::nullopt);
