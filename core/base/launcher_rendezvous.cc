@@ -12,7 +12,6 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "base/logging.h"
@@ -155,12 +154,11 @@ std::string launcher_lost_message(const std::string& token, int rank, int lost_r
          (host.empty() ? "?" : host) + "\n";
 }
 
-void report_lost_to_launcher(int lost_rank, const std::string& host, const Config::Lookup& lookup) {
-  static std::mutex mutex;
-  static std::set<int> reported;
+void LostRankReporter::report(int lost_rank, const std::string& host, const Config::Lookup& lookup) {
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!reported.insert(lost_rank).second) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (reported_) return;
+    reported_ = true;
   }
   std::optional<LauncherContact> contact = launcher_contact(lookup);
   if (!contact) return;
@@ -170,6 +168,11 @@ void report_lost_to_launcher(int lost_rank, const std::string& host, const Confi
   std::thread([contact = std::move(*contact), line, lost_rank] {
     send_line(contact, line, kLostReportTimeoutMs, "that rank " + std::to_string(lost_rank) + " was lost");
   }).detach();
+}
+
+void report_lost_to_launcher(int lost_rank, const std::string& host, const Config::Lookup& lookup) {
+  static LostRankReporter reporter;
+  reporter.report(lost_rank, host, lookup);
 }
 
 std::string this_elastic_host() {

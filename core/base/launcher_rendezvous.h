@@ -4,6 +4,7 @@
 // program started by plain mpirun, srun or by hand) nothing happens.
 #pragma once
 
+#include <mutex>
 #include <string>
 
 #include "base/config.h"
@@ -49,8 +50,22 @@ std::string launcher_lost_message(const std::string& token, int rank, int lost_r
 // the job's abort then ends every rank. Called by the heartbeat's loss and
 // the local peer watch, shortly before the job is aborted (2 s later at the
 // earliest), so it never blocks its caller: the connection and the line go
-// from a thread of its own, bounded by kLostReportTimeoutMs. Once per lost
-// rank per process; later calls for the same rank do nothing.
+// from a thread of its own, bounded by kLostReportTimeoutMs.
+// Only the first loss a process sees is reported: it is the one that stops
+// its runtime. A rank that ends afterwards is most often a survivor that
+// aborted the job over that same loss (seen under srun: a rank's local peer
+// watch saw its neighbour's abort and blamed their healthy host), so later
+// calls, for the same rank or another, do nothing.
+class LostRankReporter {
+ public:
+  void report(int lost_rank, const std::string& host, const Config::Lookup& lookup = nullptr);
+
+ private:
+  std::mutex mutex_;
+  bool reported_ = false;
+};
+
+// The process's LostRankReporter.
 void report_lost_to_launcher(int lost_rank, const std::string& host, const Config::Lookup& lookup = nullptr);
 
 // How long report_lost_to_launcher's thread may take to connect (a cut-off

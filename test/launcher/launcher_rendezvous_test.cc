@@ -98,12 +98,13 @@ TEST(LauncherRendezvous, MalformedOrUnreachableAddressOnlyWarns) {
 }
 
 // The lost report goes from a thread of its own, so the test waits for it.
-TEST(LauncherRendezvous, ReportsALostRankInTheLaunchersFormatWithoutBlocking) {
+TEST(LauncherRendezvous, ReportsTheFirstLostRankInTheLaunchersFormatWithoutBlocking) {
   Listener listener;
   const auto vars = lookup({{kLauncherAddressVariable, listener.address()},
                             {kLauncherTokenVariable, "tok"},
                             {kLauncherRankVariable, "0"}});
-  report_lost_to_launcher(2, "n2", vars);
+  LostRankReporter reporter;
+  reporter.report(2, "n2", vars);
   const std::optional<std::string> sent = listener.take_within(5000);
   ASSERT_TRUE(sent.has_value());
   EXPECT_EQ(*sent, "lost tok 0 2 n2\n");
@@ -113,14 +114,21 @@ TEST(LauncherRendezvous, ReportsALostRankInTheLaunchersFormatWithoutBlocking) {
   EXPECT_EQ(parsed->lost.reporter, 0);
   EXPECT_EQ(parsed->lost.rank, 2);
   EXPECT_EQ(parsed->lost.host, "n2");
-  // Once per lost rank: the heartbeat and the local peer watch may both see it.
-  report_lost_to_launcher(2, "n2", vars);
+  // The heartbeat and the local peer watch may both see the same rank go.
+  reporter.report(2, "n2", vars);
   EXPECT_FALSE(listener.take_within(300).has_value());
-  // An unreachable chorusrun holds nobody: the call returns at once.
+  // A rank that ends after the first loss (a neighbour aborting the job over
+  // it) is not reported: its healthy host would be blamed too.
+  reporter.report(1, "n1", vars);
+  EXPECT_FALSE(listener.take_within(300).has_value());
+}
+
+TEST(LauncherRendezvous, AnUnreachableLauncherHoldsNobodyWithItsLostReport) {
+  LostRankReporter reporter;
   const auto start = std::chrono::steady_clock::now();
-  report_lost_to_launcher(5, "n3", lookup({{kLauncherAddressVariable, "10.255.255.1:9"},
-                                           {kLauncherTokenVariable, "tok"},
-                                           {kLauncherRankVariable, "0"}}));
+  reporter.report(5, "n3", lookup({{kLauncherAddressVariable, "10.255.255.1:9"},
+                                   {kLauncherTokenVariable, "tok"},
+                                   {kLauncherRankVariable, "0"}}));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
 }
 
