@@ -20,6 +20,8 @@ chorusrun=$1 train_mnist=$2 data_dir=$3 report=${4:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../support/netns_hosts.sh
 source "$here/../support/netns_hosts.sh"
+# shellcheck source=../support/elastic_commits.sh
+source "$here/../support/elastic_commits.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
@@ -60,11 +62,7 @@ wait_for_line() {
 }
 
 started=$(wait_for_line 'elastic: no commit yet' 60) || fail "training never started"
-for i in $(seq 1200); do
-  compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null && break
-  sleep 0.05
-done
-compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null || fail "commit 7 never appeared"
+wait_for_commit 7 60 "$work/commits/*/$netns_name1" || fail "commit 7 (or a later one) never appeared"
 frozen_at=$(date +%s.%N)
 # Every process of the third host, until a listing finds nothing new.
 netns_signal_host 3 STOP

@@ -21,6 +21,8 @@ chorusrun=$1 train_mnist=$2 program=$3 data_dir=$4 report=${5:-} json=${6:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../support/netns_hosts.sh
 source "$here/../support/netns_hosts.sh"
+# shellcheck source=../support/elastic_commits.sh
+source "$here/../support/elastic_commits.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
@@ -72,11 +74,7 @@ job=$!
 started=$(wait_for_line 'elastic: no commit yet' 120) || fail "training never started"
 # Mid-epoch 2: once its second commit (id 7: 5 in epoch 1 then its end's)
 # is complete on the first host.
-for i in $(seq 1200); do
-  compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null && break
-  sleep 0.05
-done
-compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null || fail "commit 7 never appeared"
+wait_for_commit 7 60 "$work/commits/*/$netns_name1" || fail "commit 7 (or a later one) never appeared"
 sed -i '/10.200.0.3/d' "$work/hosts"
 killed=$(date +%s.%N)
 # Every process of the third host, until none is left.

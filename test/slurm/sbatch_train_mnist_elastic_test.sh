@@ -20,6 +20,8 @@
 set -euo pipefail
 # shellcheck source=../support/slurm_test_lib.sh
 source "$(dirname "$0")/../support/slurm_test_lib.sh"
+# shellcheck source=../support/elastic_commits.sh
+source "$(dirname "$0")/../support/elastic_commits.sh"
 slurm_test_begin sbatch_train_mnist_elastic
 usage="usage: $0 SBATCH_SCRIPT BUILD_DIR MNIST_DIR [REPORT_FILE]"
 script=${1:?$usage}
@@ -123,13 +125,9 @@ end_job() {
 began=$(wait_for_line "^[0-9.]+ job $job_id on nodes" 30) || end_job "the job script did not start within 30 s"
 started=$(wait_for_line 'elastic: no commit yet: starting from scratch on 4 ranks' 60) ||
   end_job "training did not start on 4 ranks"
-# Mid-training: once both nodes hold their third commit (mid-epoch 1).
-for ((i = 0; i < 600; i++)); do
-  [[ -n $(compgen -G "$commits/*/n1/commit-000000000003.ckpt") && -n $(compgen -G "$commits/*/n2/commit-000000000003.ckpt") ]] &&
-    break
-  sleep 0.05
-done
-((i < 600)) || end_job "commit 3 did not appear in both nodes' folders ($commits/<job>/n1, n2) within 30 s: $(find "$commits" 2>&1 | tr '\n' ' ')"
+# Mid-training: once both nodes hold their third commit (mid-epoch 1) or a later one.
+wait_for_commit 3 30 "$commits/*/n1" "$commits/*/n2" ||
+  end_job "commit 3 did not appear in both nodes' folders ($commits/<job>/n1, n2) within 30 s: $(find "$commits" 2>&1 | tr '\n' ' ')"
 killed=$(date +%s.%N)
 if [[ $loss == node ]]; then
   # The slurmstepd above n2's ranks, then slurmd, the step daemon and the ranks.

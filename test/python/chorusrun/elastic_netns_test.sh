@@ -32,6 +32,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 # shellcheck source=../../support/netns_hosts.sh
 source "$root/test/support/netns_hosts.sh"
+# shellcheck source=../../support/elastic_commits.sh
+source "$root/test/support/elastic_commits.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 [[ $mode == kill || $mode == freeze ]] || { echo "elastic_netns_test: unknown mode '$mode'" >&2; exit 2; }
@@ -78,11 +80,7 @@ netns_chorusrun "$chorusrun" --elastic "${hosts[@]}" -- "$python" "$root/example
   "${options[@]}" --summary-json "$work/summary.json" >"$log" 2>&1 &
 job=$!
 wait_for_line 'no commit yet, starting on 3 ranks' 120 || fail "training never started on 3 ranks"
-for i in $(seq 1200); do
-  compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null && break
-  sleep 0.05
-done
-compgen -G "$work/commits/*/$netns_name1/commit-000000000007.ckpt" >/dev/null || fail "commit 7 never appeared"
+wait_for_commit 7 60 "$work/commits/*/$netns_name1" || fail "commit 7 (or a later one) never appeared"
 if [[ $mode == kill ]]; then
   sed -i '/10.200.0.3/d' "$work/hosts"
   netns_signal_host 3 KILL
