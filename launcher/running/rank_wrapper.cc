@@ -221,6 +221,10 @@ class RankWrapper {
       close(p.read_fd);
     }
     pipes_.clear();
+    // PR_SET_PDEATHSIG fires when the parent's thread that forked this
+    // wrapper exits, which in a parent being killed can be before getppid()
+    // changes: a stop whose parent is gone by now was that death.
+    if (stopped_ && getppid() != parent_) orphaned_ = true;
     RankExit exit;
     exit.rank = rank_;
     exit.signaled = signaled;

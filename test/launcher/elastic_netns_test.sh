@@ -146,10 +146,9 @@ for i in $(seq 600); do
 done
 # The third host's rank crashes (SIGABRT: its host is then the one that
 # failed, and chorusrun's status is not mistaken for the deadline's SIGKILL).
-# This part tests --min-np; a whole host lost is part 1. A whole host killed
-# in a job's first seconds is still misread by chorusrun as the program's own
-# failure in about 1 run of 5: the rank wrapper's parent-death signal can come
-# before its getppid() changes, so it reports its rank stopped, not orphaned.
+# This part tests --min-np; a whole host lost is part 1 (and a host's daemon
+# killed in a job's first seconds, whose parent-death signal reaches the rank
+# wrapper before its getppid() changes, is launcher_rank_wrapper's).
 target=$(readlink -f "$program")
 killed_rank=""
 for i in $(seq 40); do
