@@ -8,6 +8,21 @@ namespace {
 
 ReduceOp backend_op(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
 
+// The timeline's negotiation span per op, named as Horovod's timeline names
+// it (NEGOTIATE_ALLREDUCE, ...), so tools written for those traces read ours.
+const char* negotiate_activity(OpType op) {
+  switch (op) {
+    case OpType::kAllreduce: return "NEGOTIATE_ALLREDUCE";
+    case OpType::kAllgather: return "NEGOTIATE_ALLGATHER";
+    case OpType::kBroadcast: return "NEGOTIATE_BROADCAST";
+    case OpType::kAlltoall: return "NEGOTIATE_ALLTOALL";
+    case OpType::kReducescatter: return "NEGOTIATE_REDUCESCATTER";
+    case OpType::kBarrier: return "NEGOTIATE_BARRIER";
+    case OpType::kJoin: return "NEGOTIATE_JOIN";
+    default: return "NEGOTIATE";
+  }
+}
+
 char* at(void* base, int64_t elements, DataType dtype) {
   return static_cast<char*>(base) + elements * static_cast<int64_t>(dtype_size(dtype));
 }
@@ -104,7 +119,9 @@ Status Executor::execute(const ExecutionUnit& unit, TensorQueue* queue, Clock::t
   own_errors_.assign(unit.size(), Status::OK());
   if (timeline_->enabled()) {
     for (size_t i = 0; i < unit.size(); ++i) {
-      if (entries[i]) timeline_->span(unit[i].name, "NEGOTIATE", entries[i]->enqueued, negotiated);
+      if (entries[i]) {
+        timeline_->span(unit[i].name, negotiate_activity(entries[i]->request.op), entries[i]->enqueued, negotiated);
+      }
     }
     span(entries, unit, "WAIT_FOR_OTHER_COLLECTIVES", negotiated);
   }

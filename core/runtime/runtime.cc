@@ -34,6 +34,7 @@ Status Runtime::create(std::unique_ptr<Runtime>* out, detail::BlockedWaiters* bl
   std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(comm), blocked_waiters, cycle_runner));
   if (!config.timeline_path.empty() && runtime->topology().rank == 0) {
     local = runtime->timeline_.open(config.timeline_path);
+    runtime->mark_cycles_ = config.timeline_mark_cycles;
   }
   if (local.ok() && config.autotune) {
     local = Autotuner::create(config, runtime->tuning_knobs_, runtime->topology().rank, &runtime->autotuner_);
@@ -306,6 +307,10 @@ Status Runtime::run_cycle(bool* stop) {
     }
   }
   if (autotuner_) autotuner_->observe(observed, std::chrono::steady_clock::now());
+  // What this cycle traced reaches the file now, not when stdio's buffer
+  // fills: a running job's timeline can be read (and Horovod's users read
+  // theirs that way), and an idle runtime runs no further cycle to push it.
+  timeline_.flush();
   if (shutdown) {
     stop_for(*shutdown);
     *stop = true;

@@ -66,6 +66,10 @@ Status Timeline::open(const std::string& path, const std::string& context) {
   return Status::OK();
 }
 
+void Timeline::flush() {
+  if (file_ != nullptr) std::fflush(file_);
+}
+
 void Timeline::close() {
   if (file_ == nullptr) return;
   std::fputs("\n]\n", file_);

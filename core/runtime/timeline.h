@@ -47,6 +47,8 @@ class Timeline {
   void instant(const std::string& tensor, const char* what);
   // A CYCLE_START marker across every lane: a negotiation cycle began.
   void mark_cycle();
+  // Hands what was written so far to the file (one write when there is any).
+  void flush();
   void close();
 
  private:

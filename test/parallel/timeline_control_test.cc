@@ -118,14 +118,14 @@ TEST_F(TimelineControl, TraceHoldsExactlyWhatRanBetweenStartAndStop) {
       << text;
   EXPECT_FALSE(markers.empty()) << "no CYCLE_START marker with mark_cycles:\n" << text;
   EXPECT_EQ(activities(lanes, "tl.during"),
-            spans_of({"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}));
+            spans_of({"NEGOTIATE_ALLREDUCE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}));
   EXPECT_EQ(activities(lanes, "tl.during.bcast"),
-            spans_of({"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "BROADCAST"}));
+            spans_of({"NEGOTIATE_BROADCAST", "WAIT_FOR_OTHER_COLLECTIVES", "BROADCAST"}));
   // The group's members were gathered as one fused allgather.
   for (int m = 0; m < 3; ++m) {
     const std::string member = "tl.group." + std::to_string(m);
-    const std::vector<std::string> order = {"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "MEMCPY_IN_FUSION_BUFFER",
-                                            "ALLGATHER", "MEMCPY_OUT_FUSION_BUFFER"};
+    const std::vector<std::string> order = {"NEGOTIATE_ALLGATHER", "WAIT_FOR_OTHER_COLLECTIVES",
+                                            "MEMCPY_IN_FUSION_BUFFER", "ALLGATHER", "MEMCPY_OUT_FUSION_BUFFER"};
     EXPECT_EQ(activities(lanes, member), spans_of(order)) << member;
     std::vector<const Span*> spans;
     for (const std::string& activity : order) spans.push_back(the_span(lanes, member, activity));

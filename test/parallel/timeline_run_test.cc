@@ -153,7 +153,7 @@ TEST(TimelineRun, RankZeroWritesACompleteTraceOfTheRun) {
 
   for (int i = 0; i < kSmallTensors; ++i) {
     const std::string name = small_name(i);
-    const std::vector<std::string> order = {"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES",
+    const std::vector<std::string> order = {"NEGOTIATE_ALLREDUCE", "WAIT_FOR_OTHER_COLLECTIVES",
                                             "MEMCPY_IN_FUSION_BUFFER", "ALLREDUCE",
                                             "MEMCPY_OUT_FUSION_BUFFER"};
     EXPECT_EQ(activities(lanes, name), std::multiset<std::string>(order.begin(), order.end())) << name;
@@ -166,21 +166,21 @@ TEST(TimelineRun, RankZeroWritesACompleteTraceOfTheRun) {
     }
   }
 
-  const std::vector<std::string> large_order = {"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"};
+  const std::vector<std::string> large_order = {"NEGOTIATE_ALLREDUCE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"};
   EXPECT_EQ(activities(lanes, kLarge), std::multiset<std::string>(large_order.begin(), large_order.end()))
       << "an allreduce larger than the fusion threshold runs alone, without the fusion buffer";
-  expect_in_order(kLarge, {the_span(lanes, kLarge, "NEGOTIATE"), the_span(lanes, kLarge, "ALLREDUCE")},
-                  {"NEGOTIATE", "ALLREDUCE"});
+  expect_in_order(kLarge, {the_span(lanes, kLarge, "NEGOTIATE_ALLREDUCE"), the_span(lanes, kLarge, "ALLREDUCE")},
+                  {"NEGOTIATE_ALLREDUCE", "ALLREDUCE"});
 
   EXPECT_EQ(activities(lanes, kGather),
-            (std::multiset<std::string>{"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLGATHER"}));
-  expect_in_order(kGather, {the_span(lanes, kGather, "NEGOTIATE"), the_span(lanes, kGather, "ALLGATHER")},
-                  {"NEGOTIATE", "ALLGATHER"});
+            (std::multiset<std::string>{"NEGOTIATE_ALLGATHER", "WAIT_FOR_OTHER_COLLECTIVES", "ALLGATHER"}));
+  expect_in_order(kGather, {the_span(lanes, kGather, "NEGOTIATE_ALLGATHER"), the_span(lanes, kGather, "ALLGATHER")},
+                  {"NEGOTIATE_ALLGATHER", "ALLGATHER"});
   EXPECT_EQ(activities(lanes, kBroadcast),
-            (std::multiset<std::string>{"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "BROADCAST"}));
+            (std::multiset<std::string>{"NEGOTIATE_BROADCAST", "WAIT_FOR_OTHER_COLLECTIVES", "BROADCAST"}));
   expect_in_order(kBroadcast,
-                  {the_span(lanes, kBroadcast, "NEGOTIATE"), the_span(lanes, kBroadcast, "BROADCAST")},
-                  {"NEGOTIATE", "BROADCAST"});
+                  {the_span(lanes, kBroadcast, "NEGOTIATE_BROADCAST"), the_span(lanes, kBroadcast, "BROADCAST")},
+                  {"NEGOTIATE_BROADCAST", "BROADCAST"});
   if (::testing::Test::HasFailure()) std::fprintf(stderr, "the trace:\n%s\n", text.c_str());
 }
 
@@ -201,13 +201,38 @@ TEST(TimelineRun, OnlyRankZeroCreatesTheFile) {
     const std::string text = read_file(mine);
     const Lanes lanes = parse_trace(text);
     EXPECT_EQ(activities(lanes, "timeline.only0"),
-              (std::multiset<std::string>{"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}))
+              (std::multiset<std::string>{"NEGOTIATE_ALLREDUCE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}))
         << text;
     for (int r = 1; r < world_size(); ++r) EXPECT_FALSE(file_exists(path_of(r))) << path_of(r);
     std::remove(mine.c_str());
   } else {
     EXPECT_FALSE(file_exists(mine)) << "rank " << rank << " created " << mine;
     std::remove(mine.c_str());
+  }
+  test_barrier();
+}
+
+// CHORUS_TIMELINE_MARK_CYCLES=1 (HOROVOD_TIMELINE_MARK_CYCLES from Python)
+// marks the cycles of the timeline CHORUS_TIMELINE starts, as
+// start_timeline(path, true) does; without it there are none (the test
+// above: parse_trace refuses a marker it was not asked for).
+TEST(TimelineRun, MarkCyclesSettingMarksTheCycles) {
+  const int rank = world_rank();
+  const std::string path = temp_dir() + "/" + shared_token() + ".marked.json";
+  ScopedEnv env({{"CHORUS_TIMELINE", path.c_str()}, {"CHORUS_TIMELINE_MARK_CYCLES", "1"}});
+  ASSERT_TRUE(init_chorus());
+  Buffer data = make_input(DataType::kFloat32, {4}, rank, 60, kSeed);
+  Handle handle = submit([&] { return chorus::allreduce_async("timeline.marked", data.tensor()); });
+  EXPECT_DONE(handle);
+  shutdown_chorus();
+  if (rank == 0) {
+    const std::string text = read_file(path);
+    std::vector<double> markers;
+    EXPECT_EQ(activities(parse_trace(text, &markers), "timeline.marked"),
+              (std::multiset<std::string>{"NEGOTIATE_ALLREDUCE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}))
+        << text;
+    EXPECT_FALSE(markers.empty()) << "no CYCLE_START marker with CHORUS_TIMELINE_MARK_CYCLES=1:\n" << text;
+    std::remove(path.c_str());
   }
   test_barrier();
 }
@@ -239,7 +264,7 @@ TEST(TimelineRun, OtherRanksIgnoreAnUnwritablePath) {
   if (rank == 0) {
     const std::string text = read_file(path);
     EXPECT_EQ(activities(parse_trace(text), "timeline.elsewhere"),
-              (std::multiset<std::string>{"NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}))
+              (std::multiset<std::string>{"NEGOTIATE_ALLREDUCE", "WAIT_FOR_OTHER_COLLECTIVES", "ALLREDUCE"}))
         << text;
     std::remove(path.c_str());
   }

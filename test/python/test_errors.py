@@ -88,7 +88,7 @@ def test_bad_names_roots_and_handles(size):
         hvd.broadcast(torch.ones(2), "0")
     # The runtime's check of the root: on this rank, before any negotiation.
     for root in (size, -1):
-        expected = r"^'bc\.root': root rank %d is out of range; expected 0 to %d$" % (root, size - 1)
+        expected = r"^'broadcast\.bc\.root': root rank %d is out of range; expected 0 to %d$" % (root, size - 1)
         with pytest.raises(hvd.ChorusValueError, match=expected):
             hvd.broadcast(torch.ones(2), root, name="bc.root")
     with pytest.raises(ValueError, match=r"^handle 12345 is not an op in flight \(already synchronized\?\)$"):
@@ -111,8 +111,8 @@ def test_bad_process_sets(rank, size):
     try:
         if rank != 0:
             # Only members may submit to a set.
-            expected = r"^allreduce 'not\.member': rank %d is not in process set %d \[0\]; only the set's " \
-                       r"members may submit to it$" % (rank, ps.process_set_id)
+            expected = r"^allreduce 'allreduce\.not\.member': rank %d is not in process set %d \[0\]; " \
+                       r"only the set's members may submit to it$" % (rank, ps.process_set_id)
             with pytest.raises(hvd.ChorusValueError, match=expected):
                 hvd.allreduce(torch.ones(2), process_set=ps, name="not.member")
     finally:
@@ -123,29 +123,31 @@ def test_bad_process_sets(rank, size):
 
 
 def test_bad_dtypes_and_shapes_on_this_rank(size):
-    with pytest.raises(hvd.ChorusValueError, match=r"^tensor 'cx' has dtype ComplexFloat, which Chorus does not "
-                                                   r"support; expected one of uint8, int8, int16, int32, int64, "
-                                                   r"float16, bfloat16, float32, float64, bool"):
+    with pytest.raises(hvd.ChorusValueError,
+                       match=r"^tensor 'allreduce\.cx' has dtype ComplexFloat, which Chorus does not support; "
+                             r"expected one of uint8, int8, int16, int32, int64, float16, bfloat16, float32, "
+                             r"float64, bool"):
         hvd.allreduce(torch.ones(2, dtype=torch.complex64), name="cx")
-    with pytest.raises(hvd.ChorusValueError, match=r"^'bool\.ar': allreduce does not support bool tensors "
-                                                   r"\(only broadcast and allgather do\)$"):
+    with pytest.raises(hvd.ChorusValueError, match=r"^'allreduce\.bool\.ar': allreduce does not support bool "
+                                                   r"tensors \(only broadcast and allgather do\)$"):
         hvd.allreduce(torch.ones(2, dtype=torch.bool), name="bool.ar")
     for op, what in ((hvd.allgather, "allgather"), (hvd.reducescatter, "reducescatter")):
-        with pytest.raises(hvd.ChorusValueError, match=r"^'scalar\.%s': %s needs a tensor with at least one "
-                                                       r"dimension, not a scalar$" % (what, what)):
+        with pytest.raises(hvd.ChorusValueError, match=r"^'%s\.scalar\.%s': %s needs a tensor with at least one "
+                                                       r"dimension, not a scalar$" % (what, what, what)):
             op(torch.tensor(1.0), name="scalar." + what)
-    with pytest.raises(hvd.ChorusValueError, match=r"^'scalar\.gag\.0': allgather needs a tensor with at least "
-                                                   r"one dimension, not a scalar$"):
+    with pytest.raises(hvd.ChorusValueError, match=r"^'grouped_allgather\.scalar\.gag\.0': allgather needs a "
+                                                   r"tensor with at least one dimension, not a scalar$"):
         hvd.grouped_allgather([torch.tensor(1.0)], name="scalar.gag")
     with pytest.raises(ValueError, match=r"^alltoall splits must be integers, got a torch\.float32 tensor$"):
         hvd.alltoall(torch.ones(size), splits=torch.ones(size))
-    with pytest.raises(hvd.ChorusValueError, match=r"^'a2a\.sum': alltoall splits sum to 1; expected the first "
-                                                   r"dimension, 4$"):
+    with pytest.raises(hvd.ChorusValueError, match=r"^'alltoall\.a2a\.sum': alltoall splits sum to 1; expected the "
+                                                   r"first dimension, 4$"):
         hvd.alltoall(torch.ones(4), splits=torch.tensor([1] + [0] * (size - 1)), name="a2a.sum")
-    with pytest.raises(hvd.ChorusValueError, match=r"^'a2a\.len': alltoall got 1 splits; expected one per rank "
-                                                   r"\(%d\)$" % size):
+    with pytest.raises(hvd.ChorusValueError, match=r"^'alltoall\.a2a\.len': alltoall got 1 splits; expected one "
+                                                   r"per rank \(%d\)$" % size):
         hvd.alltoall(torch.ones(4), splits=torch.tensor([4]), name="a2a.len")
-    with pytest.raises(hvd.ChorusValueError, match=r"^'a2a\.neg': alltoall splits must be >= 0, got -1$"):
+    with pytest.raises(hvd.ChorusValueError,
+                       match=r"^'alltoall\.a2a\.neg': alltoall splits must be >= 0, got -1$"):
         hvd.alltoall(torch.ones(4), splits=torch.tensor([5, -1] + [0] * (size - 2)), name="a2a.neg")
     still_works(size)
 
@@ -154,18 +156,18 @@ def test_ranks_that_disagree_raise_horovod_internal_error(rank, size):
     # Found by the negotiation: every rank gets the same message, naming both.
     cases = [
         (lambda: hvd.allreduce(torch.ones(2, dtype=torch.float32 if rank == 0 else torch.float64), name="dt"),
-         r"^Mismatched dtype for allreduce 'dt': rank 0 has float32, rank 1 has float64$"),
+         r"^Mismatched dtype for allreduce 'allreduce\.dt': rank 0 has float32, rank 1 has float64$"),
         (lambda: hvd.allreduce(torch.ones(rank + 1), name="sh"),
-         r"^Mismatched shape for allreduce 'sh': rank 0 has \[1\], rank 1 has \[2\]$"),
+         r"^Mismatched shape for allreduce 'allreduce\.sh': rank 0 has \[1\], rank 1 has \[2\]$"),
         # The blocking in-place call submits and waits in one binding call.
         (lambda: hvd.allreduce_(torch.ones(rank + 1), name="sh_"),
-         r"^Mismatched shape for allreduce 'sh_': rank 0 has \[1\], rank 1 has \[2\]$"),
+         r"^Mismatched shape for allreduce 'allreduce\.sh_': rank 0 has \[1\], rank 1 has \[2\]$"),
         (lambda: hvd.allreduce(torch.ones(2), op=hvd.Sum if rank == 0 else hvd.Max, name="op"),
-         r"^Mismatched reduce op for allreduce 'op': rank 0 has sum, rank 1 has max$"),
+         r"^Mismatched reduce op for allreduce 'allreduce\.op': rank 0 has sum, rank 1 has max$"),
         (lambda: hvd.allgather(torch.ones(2, rank + 1), name="ag"),
-         r"^Mismatched shape for allgather 'ag': rank 0 has \[2, 1\], rank 1 has \[2, 2\]$"),
+         r"^Mismatched shape for allgather 'allgather\.ag': rank 0 has \[2, 1\], rank 1 has \[2, 2\]$"),
         (lambda: hvd.broadcast(torch.ones(rank + 1), 0, name="bc"),
-         r"^Mismatched shape for broadcast 'bc': rank 0 has \[1\], rank 1 has \[2\]$"),
+         r"^Mismatched shape for broadcast 'broadcast\.bc': rank 0 has \[1\], rank 1 has \[2\]$"),
     ]
     for call, message in cases:
         with pytest.raises(hvd.HorovodInternalError, match=message) as info:
@@ -202,15 +204,16 @@ class _CudaTensor(torch.Tensor):
 def test_cuda_tensor_without_a_gpu_path_is_refused(size, call):
     # The runtime's refusal, which says why: this build has no CUDA, or this
     # rank sees no GPU.
-    expected = r"^tensor 'cuda\.(t|0)' is on cuda:0 but (this build of Chorus has no CUDA support|this rank " \
-               r"sees no CUDA device)"
+    # Names carry the op's kind ("allreduce.cuda.t"; a group's members ".0").
+    expected = r"^tensor '(\w+\.cuda\.t|grouped_allreduce\.cuda\.0)' is on cuda:0 but " \
+               r"(this build of Chorus has no CUDA support|this rank sees no CUDA device)"
     with pytest.raises(hvd.ChorusValueError, match=expected):
         call(_CudaTensor((4,)))
     still_works(size)
 
 
 def test_tensor_on_a_device_chorus_has_no_kind_for(size):
-    with pytest.raises(hvd.ChorusValueError, match=r"^tensor 'meta' is on device meta: no backend in this build "
-                                                   r"supports tensors on meta$"):
+    with pytest.raises(hvd.ChorusValueError, match=r"^tensor 'allreduce\.meta' is on device meta: no backend in this "
+                                                   r"build supports tensors on meta$"):
         hvd.allreduce(torch.ones(2, device="meta"), name="meta")
     still_works(size)

@@ -53,14 +53,17 @@ def test_timeline_holds_what_ran_between_start_and_stop(rank, size):
     hvd.barrier()
     if rank == 0:
         lanes, args, cycles = read_trace(path)
-        assert set(lanes) == {"tl.py.ar", "tl.py.group.0", "tl.py.group.1"}
-        assert sorted(lanes["tl.py.ar"]) == ["ALLREDUCE", "NEGOTIATE", "WAIT_FOR_OTHER_COLLECTIVES"]
-        for member in ("tl.py.group.0", "tl.py.group.1"):
+        # Horovod's names: the op's kind, then the name (members: .0, .1).
+        members = ("grouped_allgather.tl.py.group.0", "grouped_allgather.tl.py.group.1")
+        assert set(lanes) == {"allreduce.tl.py.ar", *members}
+        assert sorted(lanes["allreduce.tl.py.ar"]) == ["ALLREDUCE", "NEGOTIATE_ALLREDUCE",
+                                                        "WAIT_FOR_OTHER_COLLECTIVES"]
+        for member in members:
             assert "ALLGATHER" in lanes[member]
             assert args[(member, "ALLGATHER")] == {"fused_tensors": 2}
         assert cycles > 0
         lanes, _, cycles = read_trace(again)
-        assert set(lanes) == {"tl.py.again"} and cycles == 0
+        assert set(lanes) == {"allreduce.tl.py.again"} and cycles == 0
         os.remove(path)
         os.remove(again)
 

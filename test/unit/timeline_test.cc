@@ -58,6 +58,24 @@ TEST(TimelineTest, DisabledUntilOpened) {
   timeline.close();
 }
 
+// A running job's trace can be read: flush() (the runtime's, after every
+// cycle) hands the events so far to the file before close().
+TEST(TimelineTest, FlushMakesTheEventsSoFarReadable) {
+  const std::string path = temp_path("timeline_flush");
+  Timeline timeline;
+  ASSERT_TRUE(timeline.open(path).ok());
+  const auto t0 = Timeline::Clock::now();
+  timeline.span("allreduce.live", "NEGOTIATE_ALLREDUCE", t0, t0 + std::chrono::microseconds(5));
+  timeline.flush();
+  const std::string live = read_file(path);
+  EXPECT_NE(live.find("\"allreduce.live\""), std::string::npos) << live;
+  EXPECT_NE(live.find("\"NEGOTIATE_ALLREDUCE\""), std::string::npos) << live;
+  timeline.close();
+  const json trace = parse_trace(read_file(path));
+  EXPECT_EQ(events(trace, "X").size(), 1u);
+  std::remove(path.c_str());
+}
+
 TEST(TimelineTest, WritesWellFormedTraceWithLanes) {
   const std::string path = temp_path("timeline");
   {

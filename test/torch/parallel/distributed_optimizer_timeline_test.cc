@@ -14,7 +14,7 @@
 // probe's cycle or an earlier one. The test checks on rank 0's trace (one
 // clock) that
 //   1. "overlap.last" finished negotiating, and its ALLREDUCE span started,
-//      before "overlap.first" was even submitted (the start of its NEGOTIATE
+//      before "overlap.first" was even submitted (the start of its NEGOTIATE_ALLREDUCE
 //      span is its enqueue time, inside backward, so before backward returned);
 //   2. the probe's allreduce ended before "overlap.first" was submitted (the
 //      causal chain the argument rests on, seen on the trace's clock).
@@ -139,15 +139,15 @@ TEST(DistributedOptimizerTimelineTest, LastLayerAllreduceStartsBeforeFirstLayerG
   const Spans spans = parse_spans(read_text(path));
   std::remove(path.c_str());
   for (const char* tensor : {"overlap.last", "overlap.probe", "overlap.first"}) {
-    for (const char* activity : {"NEGOTIATE", "ALLREDUCE"}) {
+    for (const char* activity : {"NEGOTIATE_ALLREDUCE", "ALLREDUCE"}) {
       ASSERT_EQ(spans.count({tensor, activity}), 1u) << tensor << " has no " << activity << " span";
     }
   }
-  const Span last_negotiated = spans.at({"overlap.last", "NEGOTIATE"});
+  const Span last_negotiated = spans.at({"overlap.last", "NEGOTIATE_ALLREDUCE"});
   const Span last_reduced = spans.at({"overlap.last", "ALLREDUCE"});
   const Span probe_reduced = spans.at({"overlap.probe", "ALLREDUCE"});
-  const Span probe_negotiated = spans.at({"overlap.probe", "NEGOTIATE"});
-  const double first_submitted = spans.at({"overlap.first", "NEGOTIATE"}).begin;
+  const Span probe_negotiated = spans.at({"overlap.probe", "NEGOTIATE_ALLREDUCE"});
+  const double first_submitted = spans.at({"overlap.first", "NEGOTIATE_ALLREDUCE"}).begin;
 
   // Equal when both were negotiated in one cycle; an end is ts + dur, two
   // values printed to 1 ns, so allow 2 ns of rounding.

@@ -1,5 +1,6 @@
 """Lifecycle, topology, build flags and process sets (horovod.torch's names)."""
 from chorus import _chorus
+from . import horovod_environment
 
 _flags = _chorus.build_flags()
 
@@ -90,6 +91,7 @@ def init(comm=None, process_sets=None):
             if not isinstance(ps, ProcessSet):
                 raise TypeError("init(process_sets=...) takes ProcessSet objects, got %s" % type(ps).__name__)
             static_sets.append(ps)
+    horovod_environment.apply_and_warn()
     _chorus.init([ps.ranks for ps in static_sets])
     _remember_topology()
     _registered.clear()

@@ -90,7 +90,6 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     else:
         payload = None
         length = torch.zeros(1, dtype=torch.int64)
-    name = "broadcast_object." + name
     broadcast_(length, root_rank, name + ".size", process_set)
     if payload is None:
         payload = torch.empty(int(length[0]), dtype=torch.uint8)
@@ -102,7 +101,6 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     """Returns the list of every rank's `obj`, in rank order of the set
     (unnamed: named after obj's type, as broadcast_object)."""
     name = _name(name if name is not None else type(obj).__name__, "allgather_object")
-    name = "allgather_object." + name
     payload = _to_bytes(obj)
     sizes = allgather(torch.tensor([payload.numel()], dtype=torch.int64), name + ".sizes",
                       process_set)

@@ -65,6 +65,9 @@ def _register(pending):
 
 
 def _name(name, kind, process_set=global_process_set):
+    # The op's kind prefixes its name, as in Horovod ("allreduce.<name>"): an
+    # allreduce and an allgather may share a name while both are in flight,
+    # and the timeline's lanes carry Horovod's names.
     # Unnamed ops are numbered in the order this rank makes them on the set
     # (Horovod numbers them by handle); members that make the same unnamed
     # ops in the same order agree on the names.
@@ -74,7 +77,7 @@ def _name(name, kind, process_set=global_process_set):
         return "%s.noname.%s.%d" % (kind, set_id, next(count))
     if not isinstance(name, str):
         raise TypeError("name must be a str, got %s" % type(name).__name__)
-    return name
+    return kind + "." + name
 
 
 def _set_id(process_set):
@@ -131,7 +134,7 @@ def _common_allreduce(tensor, average, name, op, prescale_factor, postscale_fact
             and isinstance(tensor, torch.Tensor) and (name is None or type(name) is str)):
         chorus_op = _CHORUS_OPS.get(Average if op is None else op)
         if chorus_op is not None:
-            return (_name(None, "allreduce") if name is None else name), chorus_op
+            return (_name(None, "allreduce") if name is None else "allreduce." + name), chorus_op
     return None
 
 
