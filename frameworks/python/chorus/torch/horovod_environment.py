@@ -7,6 +7,7 @@ an equivalent for into that CHORUS_* variable (converted to its units) before
 the runtime reads its settings, and warns about the others. A CHORUS_*
 variable set explicitly wins. A value Chorus cannot read is an error that
 names the HOROVOD_* variable, not the CHORUS_* one the user never set."""
+import math
 import os
 import warnings
 
@@ -16,7 +17,7 @@ def _number(text):
         value = float(text)
     except ValueError:
         return None
-    return value if value == value and value not in (float("inf"), float("-inf")) else None
+    return value if math.isfinite(value) else None
 
 
 def _integer(text):
@@ -37,24 +38,14 @@ def _switch(text):
     return None
 
 
-def _as_bytes(text):
+def _as_non_negative_integer(text):
     n = _integer(text)
     return None if n is None or n < 0 else str(n)
 
 
-def _as_milliseconds(text):
+def _as_non_negative_number(text):
     x = _number(text)
     return None if x is None or x < 0 else repr(x)
-
-
-def _as_seconds(text):
-    x = _number(text)
-    return None if x is None or x < 0 else repr(x)
-
-
-def _as_count(text):
-    n = _integer(text)
-    return None if n is None or n < 0 else str(n)
 
 
 def _as_switch(text):
@@ -90,22 +81,23 @@ def _as_log_level(text):
 
 
 # HOROVOD_* -> (CHORUS_*, conversion, what Horovod expects there).
+_INTEGER, _NUMBER = _as_non_negative_integer, _as_non_negative_number
 _EQUIVALENTS = {
     "HOROVOD_TIMELINE": ("CHORUS_TIMELINE", _as_path, "a file path"),
     "HOROVOD_TIMELINE_MARK_CYCLES": ("CHORUS_TIMELINE_MARK_CYCLES", _as_switch, "0 or 1"),
-    "HOROVOD_FUSION_THRESHOLD": ("CHORUS_FUSION_THRESHOLD", _as_bytes, "a number of bytes"),
-    "HOROVOD_CYCLE_TIME": ("CHORUS_CYCLE_TIME_MS", _as_milliseconds, "a number of milliseconds"),
-    "HOROVOD_CACHE_CAPACITY": ("CHORUS_CACHE_CAPACITY", _as_count, "a number of entries"),
-    "HOROVOD_STALL_CHECK_TIME_SECONDS": ("CHORUS_STALL_CHECK_SECONDS", _as_seconds, "a number of seconds"),
+    "HOROVOD_FUSION_THRESHOLD": ("CHORUS_FUSION_THRESHOLD", _INTEGER, "a number of bytes"),
+    "HOROVOD_CYCLE_TIME": ("CHORUS_CYCLE_TIME_MS", _NUMBER, "a number of milliseconds"),
+    "HOROVOD_CACHE_CAPACITY": ("CHORUS_CACHE_CAPACITY", _INTEGER, "a number of entries"),
+    "HOROVOD_STALL_CHECK_TIME_SECONDS": ("CHORUS_STALL_CHECK_SECONDS", _NUMBER, "a number of seconds"),
     "HOROVOD_STALL_CHECK_DISABLE": ("CHORUS_STALL_CHECK_SECONDS", _as_stall_check_off, "0 or 1"),
-    "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": ("CHORUS_STALL_SHUTDOWN_SECONDS", _as_seconds, "a number of seconds"),
+    "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": ("CHORUS_STALL_SHUTDOWN_SECONDS", _NUMBER, "a number of seconds"),
     "HOROVOD_LOG_LEVEL": ("CHORUS_LOG_LEVEL", _as_log_level,
                           "one of trace, debug, info, warning, error, fatal"),
     "HOROVOD_HIERARCHICAL_ALLREDUCE": ("CHORUS_HIERARCHICAL_ALLREDUCE", _as_on_off, "0 or 1"),
     "HOROVOD_AUTOTUNE": ("CHORUS_AUTOTUNE", _as_switch, "0 or 1"),
     "HOROVOD_AUTOTUNE_LOG": ("CHORUS_AUTOTUNE_LOG", _as_path, "a file path"),
-    "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": ("CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", _as_count, "a number of steps"),
-    "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": ("CHORUS_AUTOTUNE_SAMPLES", _as_count, "a number of samples"),
+    "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": ("CHORUS_AUTOTUNE_STEPS_PER_SAMPLE", _INTEGER, "a number of steps"),
+    "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": ("CHORUS_AUTOTUNE_SAMPLES", _INTEGER, "a number of samples"),
 }
 
 # Set by Horovod's launchers for its own runtime's rendezvous (horovodrun,
