@@ -135,10 +135,8 @@ class RankWrapper {
       if (p.fd == signal_fd_) {
         while (const int s = read_signal(signal_fd_)) {
           if (s == SIGCHLD) continue;
-          // The parent-death signal: this host's slurmstepd or orted died
-          // (its node is being lost), which chorusrun --elastic must tell
-          // apart from being told to stop.
-          if (getppid() != parent_ && !stopped_ && !reaped_) orphaned_ = true;
+          // Told to stop, or the parent-death signal (report_and_exit tells
+          // the two apart).
           stop();
         }
       } else if (p.fd == socket_) {
@@ -221,9 +219,12 @@ class RankWrapper {
       close(p.read_fd);
     }
     pipes_.clear();
-    // PR_SET_PDEATHSIG fires when the parent's thread that forked this
-    // wrapper exits, which in a parent being killed can be before getppid()
-    // changes: a stop whose parent is gone by now was that death.
+    // A stop whose parent (this host's slurmstepd or orted) is gone by now
+    // was its death: the host is being lost, which chorusrun --elastic must
+    // tell apart from being told to stop. Looked at here, not when the
+    // signal came: PR_SET_PDEATHSIG fires when the parent's thread that
+    // forked this wrapper exits, which in a parent being killed can be
+    // before getppid() changes.
     if (stopped_ && getppid() != parent_) orphaned_ = true;
     RankExit exit;
     exit.rank = rank_;
