@@ -7,6 +7,9 @@
 # running them twice made the suite slower than its 35-minute budget.
 option(CHORUS_SANITIZE "Build the runtime and its tests with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 option(CHORUS_BUILD_TESTS "Build the test suite and the benchmarks (test/)" ON)
+# cmake/ChorusTesting.cmake says which tests are the runtime's own and why
+# scripts/build.sh leaves them to build-sanitize/.
+option(CHORUS_RUNTIME_TESTS "Register the runtime's own tests with ctest (OFF: only those with CUDA or NCCL cases)" ON)
 option(CHORUS_WERROR "Treat warnings in Chorus's own code as errors" OFF)
 
 if(CHORUS_SANITIZE)
