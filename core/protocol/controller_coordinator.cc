@@ -17,6 +17,14 @@ bool takes_joined_ranks(OpType op) {
          op == OpType::kStopTimeline;
 }
 
+// Adding or removing a process set needs every rank (a joined one cannot
+// submit it until its join() has returned).
+bool changes_sets(const std::map<int, Request>& by_rank) {
+  return std::any_of(by_rank.begin(), by_rank.end(), [](const auto& kv) {
+    return kv.second.op == OpType::kAddProcessSet || kv.second.op == OpType::kRemoveProcessSet;
+  });
+}
+
 // Why `request`'s collective cannot run: `joined` (ascending) have joined
 // and did not submit it.
 std::string joined_error(const Request& request, const std::vector<int>& joined) {
@@ -89,6 +97,7 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
       }
     }
   }
+  fail_blocked_by_join(&out, &failed_groups);
   // After the whole fold: a rank submits all members of a group at once, so
   // by now every member any rank holds is in the table or cached.
   fail_rest_of_groups(failed_groups, &out);
@@ -158,19 +167,36 @@ bool Controller::complete(const TableEntry& entry) const {
     if (ranks == nullptr) return false;
     return std::all_of(ranks->begin(), ranks->end(), [&](int r) { return entry.by_rank.count(r) > 0; });
   }
-  // Adding or removing a process set needs every rank (a joined one cannot
-  // submit it until its join() has returned).
-  const bool changes_sets = std::any_of(entry.by_rank.begin(), entry.by_rank.end(), [](const auto& kv) {
-    return kv.second.op == OpType::kAddProcessSet || kv.second.op == OpType::kRemoveProcessSet;
-  });
   // Otherwise a joined rank never holds a collective back: it takes part in
   // some without a request (takes_joined_ranks()), and the others fail,
   // naming it, instead of waiting for a rank that has no more data.
+  const bool needs_every_rank = changes_sets(entry.by_rank);
   for (int r = 0; r < size_; ++r) {
     if (entry.by_rank.count(r)) continue;
-    if (changes_sets || !joined_ranks_.count(r)) return false;
+    if (needs_every_rank || !joined_ranks_.count(r)) return false;
   }
   return true;
+}
+
+bool Controller::blocked_by_join(const TableEntry& entry) const {
+  const Request& first = entry.by_rank.begin()->second;
+  if (first.process_set != 0 || takes_joined_ranks(first.op) || changes_sets(entry.by_rank)) return false;
+  return std::any_of(joined_ranks_.begin(), joined_ranks_.end(), [&](int r) { return !entry.by_rank.count(r); });
+}
+
+void Controller::fail_blocked_by_join(std::vector<Response>* out, FailedGroups* failed_groups) {
+  if (joined_ranks_.empty()) return;
+  std::vector<std::string> still_waiting;
+  for (const std::string& key : table_order_) {
+    auto it = table_.find(key);
+    if (blocked_by_join(it->second)) {
+      out->push_back(make_response(it->second, failed_groups));
+      table_.erase(it);
+    } else {
+      still_waiting.push_back(key);
+    }
+  }
+  table_order_ = std::move(still_waiting);
 }
 
 void Controller::emit_complete(std::vector<Response>* out, FailedGroups* failed_groups) {

@@ -310,6 +310,38 @@ TEST_F(JoinedRanks, OtherCollectivesFailNamingThemAllreducesAverageTheirZeros) {
   expect_usable_after_join(3);
 }
 
+// Ranks that skipped different unnamed ops (as around a join) give later
+// ones different names: while a rank has joined, each other rank's
+// collective fails at once rather than waiting for the others to ask for
+// the same name, which they never will.
+TEST_F(JoinedRanks, CollectivesUnderEachRanksOwnNameFailAtOnce) {
+  const int joining = size() - 1;
+  Handle my_join;
+  if (rank() == joining) my_join = submit([] { return chorus::join_async(); });
+  test_barrier();
+  if (rank() != joining) {
+    const std::vector<Buffer> inputs = make_inputs(DataType::kFloat32, {3}, size(), 6, kSeed);
+    Buffer mine = inputs[rank()];
+    const std::string name = "joined.only." + std::to_string(rank());
+    Handle gather = submit([&] { return chorus::allgather_async(name, mine.tensor()); });
+    const chorus::Status status = finish(gather, kFailWithin);
+    EXPECT_EQ(status.code(), chorus::StatusCode::kPreconditionFailed) << status.message();
+    EXPECT_EQ(status.message(), joined_error("allgather", name, {joining}));
+  }
+  test_barrier();
+  int last = -1;
+  if (rank() == joining) {
+    const chorus::Status joined = finish(my_join);
+    EXPECT_TRUE(is_ok(joined));
+    if (joined.ok()) last = my_join.last_joined_rank();
+  } else {
+    last = join_now();
+  }
+  const std::vector<int> everyone = exchange(last);
+  for (int r = 0; r < size(); ++r) EXPECT_EQ(everyone[static_cast<size_t>(r)], last) << "rank " << r;
+  expect_usable_after_join(4);
+}
+
 TEST_F(Join, EveryRankJoinsWithoutSteps) {
   // Nobody has data: join completes at once with some rank as the last,
   // the same one on every rank.

@@ -281,8 +281,9 @@ def test_barrier_and_join(rank, size):
 
 def test_join_fails_other_collectives_on_every_rank(rank, size):
     # Rank 0 joins; every other rank's allgather, broadcast, alltoall and
-    # reducescatter fail (HorovodInternalError, naming rank 0) instead of
-    # waiting for it, and the ranks then join too.
+    # reducescatter fail (HorovodInternalError, naming rank 0 and any other
+    # rank that has joined by then) instead of waiting for it, and the
+    # ranks then join too.
     if rank == 0:
         last = hvd.join()
     else:
@@ -295,11 +296,30 @@ def test_join_fails_other_collectives_on_every_rank(rank, size):
             lambda: hvd.grouped_allgather([t, t], name="join.gag"),
         ]
         for call in calls:
-            with pytest.raises(hvd.HorovodInternalError, match="rank 0 has joined"):
+            # Each fails as soon as this rank asks; a rank that got through
+            # its calls first may have joined by then.
+            with pytest.raises(hvd.HorovodInternalError, match=r"(rank 0 has|ranks \[0(, \d+)+\] have) joined"):
                 call()
         last = hvd.join()
     assert last in range(1, size)
     assert hvd.allgather(torch.tensor([last]), name="join.fail.last").tolist() == [last] * size
+
+
+def test_join_fails_unnamed_collectives_whose_auto_names_differ(rank, size):
+    # Horovod's test_horovod_join_allgather: each rank in turn joins while
+    # the others' unnamed allgathers fail. The rank that joined made one
+    # unnamed op fewer, so from the second round on (at np >= 3) the others'
+    # auto-names differ; each still fails at once instead of waiting for the
+    # others' name. Every rank skips one round, so the counts agree after.
+    t = torch.ones(3, 2)
+    for first in range(size):
+        if rank == first:
+            hvd.join()
+        else:
+            with pytest.raises(hvd.HorovodInternalError, match="joined: a joined rank takes part only"):
+                hvd.allgather(t)
+            hvd.join()
+    assert hvd.allgather(torch.tensor([rank])).tolist() == list(range(size))
 
 
 def test_sparse_allreduce(rank, size):

@@ -39,19 +39,47 @@ TEST(ControllerLifecycleTest, JoinedRanksFailTheOthersDataCollectivesNamingThem)
   EXPECT_EQ(out[3].error_message, joined_error("reducescatter", "r", "rank 2 has"));
   for (const Response& error : out) EXPECT_EQ(error.error_code, StatusCode::kPreconditionFailed) << error.name;
 
-  // One submitted before rank 0 joins fails when it does; every joined rank
-  // is named.
-  EXPECT_TRUE(
-      cluster.cycle({{}, {make("g2", OpType::kAllgather, {1})}, {}, {make("g2", OpType::kAllgather, {1})}}).empty());
-  out = cluster.cycle({{join_request()}, {}, {}, {}});
+  // One that rank 0, which has not joined, did not ask for fails as well:
+  // without rank 2 it could only fail.
+  out = cluster.cycle({{}, {make("g2", OpType::kAllgather, {1})}, {}, {make("g2", OpType::kAllgather, {1})}});
   ASSERT_EQ(describe(out), std::vector<std::string>{"error:g2"});
-  EXPECT_EQ(out[0].error_message, joined_error("allgather", "g2", "ranks [0, 2] have"));
+  EXPECT_EQ(out[0].error_message, joined_error("allgather", "g2", "rank 2 has"));
+  // Every joined rank is named.
+  EXPECT_TRUE(cluster.cycle({{join_request()}, {}, {}, {}}).empty());
+  out = cluster.cycle({{}, {make("g3", OpType::kAllgather, {1})}, {}, {make("g3", OpType::kAllgather, {1})}});
+  ASSERT_EQ(describe(out), std::vector<std::string>{"error:g3"});
+  EXPECT_EQ(out[0].error_message, joined_error("allgather", "g3", "ranks [0, 2] have"));
 
   // Once everyone has joined, every rank takes part again.
   out = cluster.cycle({{}, {join_request()}, {}, {join_request()}});
   ASSERT_EQ(describe(out), std::vector<std::string>{"join:chorus.join"});
   EXPECT_TRUE(cluster.cycle({{others[0]}, {others[0]}, {others[0]}, {}}).empty());
   EXPECT_EQ(describe(cluster.cycle({{}, {}, {}, {others[0]}})), std::vector<std::string>{"allgather:g"});
+}
+
+TEST(ControllerLifecycleTest, ACollectiveAJoinedRankBlocksFailsAtItsFirstRequest) {
+  Cluster cluster(3);
+  cluster.cycle({{}, {join_request()}, {}});
+  // Ranks that skipped different unnamed ops disagree on later names: each
+  // one's collective fails in the cycle it arrives, without the other's.
+  const Request mine = make("allgather.noname.1", OpType::kAllgather, {2});
+  const Request theirs = make("allgather.noname.2", OpType::kAllgather, {2});
+  Responses out = cluster.cycle({{mine}, {}, {theirs}});
+  ASSERT_EQ(describe(out), (std::vector<std::string>{"error:allgather.noname.1", "error:allgather.noname.2"}));
+  EXPECT_EQ(out[0].error_message, joined_error("allgather", "allgather.noname.1", "rank 1 has"));
+  EXPECT_EQ(out[0].error_code, StatusCode::kPreconditionFailed);
+  // One name asked for a cycle apart fails twice, once for each asker.
+  out = cluster.cycle({{make("b", OpType::kBroadcast)}, {}, {}});
+  ASSERT_EQ(describe(out), std::vector<std::string>{"error:b"});
+  out = cluster.cycle({{}, {}, {make("b", OpType::kBroadcast)}});
+  ASSERT_EQ(describe(out), std::vector<std::string>{"error:b"});
+  // Asked for in one cycle by both, it fails once.
+  out = cluster.cycle({{make("a", OpType::kAlltoall)}, {}, {make("a", OpType::kAlltoall)}});
+  ASSERT_EQ(describe(out), std::vector<std::string>{"error:a"});
+  // An allreduce, which a joined rank takes part in, still waits for the
+  // ranks that have not joined.
+  EXPECT_TRUE(cluster.cycle({{make("r")}, {}, {}}).empty());
+  EXPECT_EQ(describe(cluster.cycle({{}, {}, {make("r")}})), std::vector<std::string>{"allreduce:r"});
 }
 
 TEST(ControllerLifecycleTest, WhatAJoinedRankSubmittedBeforeJoiningRuns) {

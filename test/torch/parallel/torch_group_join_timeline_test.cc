@@ -102,6 +102,10 @@ TEST_F(TorchGroupJoinTimeline, JoinedRankZerosAndAllgatherErrors) {
                          " has joined: a joined rank takes part only in allreduces (contributing zeros), "
                          "barriers and timeline control; run it on every rank before join(), or after join() "
                          "has returned");
+    // Each rank's allgather fails as soon as it asks: an allreduce of the
+    // ranks still in keeps a fast one from joining (and so being named in
+    // a slow one's error) before the others have asked.
+    ct::allreduce(make_input(torch::kFloat32, shape, rank(), 32), "torch.join.asked");
     const int last = ct::join();
     EXPECT_NE(last, last_rank);
   }
