@@ -151,17 +151,13 @@ class Controller {
   std::vector<Response> coordinate(const std::vector<std::vector<Request>>& by_rank);
   // Coordinator: true when every rank that must take part has requested.
   bool complete(const TableEntry& entry) const;
-  // Coordinator: moves every complete table entry (in first-seen order) to `out`.
-  void emit_complete(std::vector<Response>* out, FailedGroups* failed_groups);
   // Coordinator: true for a collective of the global set that a joined rank
   // did not submit and takes no part in: it can only fail.
   bool blocked_by_join(const TableEntry& entry) const;
-  // Coordinator, after each fold: fails every such entry at once (one error
-  // for the ranks that asked so far; a later asker gets its own), rather
-  // than when every rank that has not joined has asked. Ranks that skipped
-  // an unnamed op disagree on the names of later ones, so waiting for all of
-  // them could wait forever.
-  void fail_blocked_by_join(std::vector<Response>* out, FailedGroups* failed_groups);
+  // Coordinator: moves every table entry that `ready` accepts (in first-seen
+  // order) to `out` as its response.
+  void emit_where(bool (Controller::*ready)(const TableEntry&) const, std::vector<Response>* out,
+                  FailedGroups* failed_groups);
   // An error response records the groups of its requests in `failed_groups`.
   // Gives an added process set its id.
   Response make_response(const TableEntry& entry, FailedGroups* failed_groups);

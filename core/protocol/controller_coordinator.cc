@@ -67,7 +67,7 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
         joined_ranks_.insert(r);
         last_joined_rank_ = r;  // ranks fold in ascending order: ties go to the highest
         // Allreduces waiting only for ranks that have now joined can run.
-        emit_complete(&out, &failed_groups);
+        emit_where(&Controller::complete, &out, &failed_groups);
         if (static_cast<int>(joined_ranks_.size()) == size_) {
           Response join;
           join.type = Response::Type::kJoin;
@@ -97,7 +97,12 @@ std::vector<Response> Controller::coordinate(const std::vector<std::vector<Reque
       }
     }
   }
-  fail_blocked_by_join(&out, &failed_groups);
+  // A collective that a joined rank blocks fails in the cycle it is first
+  // asked for (one error for the ranks that asked so far; a later asker gets
+  // its own), not once every rank that has not joined has asked: ranks that
+  // skipped an unnamed op disagree on the names of later ones, so waiting
+  // for all of them could wait forever.
+  if (!joined_ranks_.empty()) emit_where(&Controller::blocked_by_join, &out, &failed_groups);
   // After the whole fold: a rank submits all members of a group at once, so
   // by now every member any rank holds is in the table or cached.
   fail_rest_of_groups(failed_groups, &out);
@@ -184,30 +189,16 @@ bool Controller::blocked_by_join(const TableEntry& entry) const {
   return std::any_of(joined_ranks_.begin(), joined_ranks_.end(), [&](int r) { return !entry.by_rank.count(r); });
 }
 
-void Controller::fail_blocked_by_join(std::vector<Response>* out, FailedGroups* failed_groups) {
-  if (joined_ranks_.empty()) return;
+void Controller::emit_where(bool (Controller::*ready)(const TableEntry&) const, std::vector<Response>* out,
+                            FailedGroups* failed_groups) {
   std::vector<std::string> still_waiting;
   for (const std::string& key : table_order_) {
     auto it = table_.find(key);
-    if (blocked_by_join(it->second)) {
+    if ((this->*ready)(it->second)) {
       out->push_back(make_response(it->second, failed_groups));
       table_.erase(it);
     } else {
       still_waiting.push_back(key);
-    }
-  }
-  table_order_ = std::move(still_waiting);
-}
-
-void Controller::emit_complete(std::vector<Response>* out, FailedGroups* failed_groups) {
-  std::vector<std::string> still_waiting;
-  for (const std::string& name : table_order_) {
-    auto it = table_.find(name);
-    if (complete(it->second)) {
-      out->push_back(make_response(it->second, failed_groups));
-      table_.erase(it);
-    } else {
-      still_waiting.push_back(name);
     }
   }
   table_order_ = std::move(still_waiting);
